@@ -1,0 +1,1 @@
+"""research: Hydra + Lightning + W&B experiments."""

@@ -1,0 +1,34 @@
+"""OmegaConf resolvers that the YAML files use; registered before any composition."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+
+from omegaconf import OmegaConf
+
+_MAX_SUFFIX = 96
+
+
+def run_suffix(override_dirname: str) -> str:
+    """Turn a job's overrides into a folder-name suffix so run dirs say what changed.
+
+    Slashes and other path-hostile characters are replaced; long suffixes are cut and keep a hash
+    of the full text, so distinct override sets never collapse onto one name.
+    """
+    if not override_dirname:
+        return ""
+    safe = re.sub(r"[^A-Za-z0-9=,._+-]", "-", override_dirname)
+    if len(safe) > _MAX_SUFFIX:
+        digest = hashlib.sha1(override_dirname.encode()).hexdigest()[:8]
+        safe = f"{safe[: _MAX_SUFFIX - 9]}-{digest}"
+    return "_" + safe
+
+
+def register_resolvers() -> None:
+    """Idempotent: entry points and tests may both call it."""
+    if not OmegaConf.has_resolver("run_suffix"):
+        OmegaConf.register_new_resolver("run_suffix", run_suffix)
+    if not OmegaConf.has_resolver("research_cwd"):
+        OmegaConf.register_new_resolver("research_cwd", os.getcwd)

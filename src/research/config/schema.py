@@ -1,0 +1,148 @@
+"""A small typed-schema checker: dataclasses describe what a `_target_` accepts.
+
+Hydra's structured configs reject a wrong type, but not a negative learning rate or nesterov
+without momentum, and their errors span several lines. These schemas check types, ranges,
+choices and cross-field rules of the composed config before torch is imported, and fail with one
+line that names the key and what is valid.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from collections.abc import Callable, Iterable
+from typing import Any, ClassVar
+
+from research.config.errors import ConfigError
+
+_HYDRA_KEYS = {"_target_", "_partial_", "_recursive_", "_convert_", "_args_"}
+SCHEMAS: dict[str, type[Schema]] = {}
+
+
+def spec(default: Any = dataclasses.MISSING, **rules: Any) -> Any:
+    """A dataclass field with range rules: gt, ge, lt, le, choices."""
+    if isinstance(default, list):
+        return dataclasses.field(default_factory=lambda: list(default), metadata=rules)
+    return dataclasses.field(default=default, metadata=rules)
+
+
+class Schema:
+    """Base of every schema; subclasses are dataclasses that name the `_target_` they describe."""
+
+    targets: ClassVar[tuple[str, ...]] = ()
+    # Keys passed through unchecked (e.g. sub-modules, which have schemas of their own).
+    passthrough: ClassVar[tuple[str, ...]] = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for target in cls.targets:
+            SCHEMAS[target] = cls
+
+    def check(self, at: str) -> None:
+        """Cross-field rules; `at` is the config path of this node, for the error message."""
+
+
+def fail(at: str, key: str, message: str) -> typing.NoReturn:
+    raise ConfigError(f"{at}.{key} {message}" if at else f"{key} {message}")
+
+
+def _type_name(tp: Any) -> str:
+    if typing.get_origin(tp) in (typing.Union, types.UnionType):
+        return " or ".join(_type_name(a) for a in typing.get_args(tp))
+    if typing.get_origin(tp) is list:
+        (inner,) = typing.get_args(tp) or (Any,)
+        return f"a list of {_type_name(inner)}"
+    if tp is type(None):
+        return "null"
+    return getattr(tp, "__name__", str(tp))
+
+
+def _coerce(value: Any, tp: Any) -> tuple[bool, Any]:
+    """Return (ok, value converted to `tp`); ints pass as floats, nothing else is guessed."""
+    if tp is Any:
+        return True, value
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        for arg in typing.get_args(tp):
+            ok, converted = _coerce(value, arg)
+            if ok:
+                return True, converted
+        return False, value
+    if origin is list:
+        (inner,) = typing.get_args(tp) or (Any,)
+        if not isinstance(value, (list, tuple)):
+            return False, value
+        items = [_coerce(v, inner) for v in value]
+        return all(ok for ok, _ in items), [v for _, v in items]
+    if tp is type(None):
+        return value is None, value
+    if tp is bool:
+        return isinstance(value, bool), value
+    if tp is int:
+        return isinstance(value, int) and not isinstance(value, bool), value
+    if tp is float:
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        return ok, float(value) if ok else value
+    if tp is str:
+        return isinstance(value, str), value
+    return isinstance(value, tp), value
+
+
+def _check_rules(at: str, key: str, value: Any, rules: dict[str, Any]) -> None:
+    if value is None or isinstance(value, (list, bool)):
+        return
+    choices = rules.get("choices")
+    if choices is not None and value not in choices:
+        fail(at, key, f"={value!r} is not valid; choose one of: {', '.join(map(str, choices))}")
+    bounds: dict[str, tuple[Callable[[Any, Any], bool], str]] = {
+        "gt": (lambda v, b: v > b, ">"),
+        "ge": (lambda v, b: v >= b, ">="),
+        "lt": (lambda v, b: v < b, "<"),
+        "le": (lambda v, b: v <= b, "<="),
+    }
+    for name, (ok, sign) in bounds.items():
+        if name in rules and isinstance(value, (int, float)) and not ok(value, rules[name]):
+            fail(at, key, f"={value!r} is out of range; it must be {sign} {rules[name]}")
+
+
+def check_node(at: str, node: dict[str, Any], schema: type[Schema]) -> Schema:
+    """Check one config node (a plain dict, resolved) against its schema; return the instance."""
+    hints = typing.get_type_hints(schema)
+    fields = {f.name: f for f in dataclasses.fields(schema)}  # type: ignore[arg-type]
+    values: dict[str, Any] = {}
+    for key, value in node.items():
+        if key in _HYDRA_KEYS or key in schema.passthrough:
+            continue
+        if key not in fields:
+            valid = ", ".join(sorted(fields) + list(schema.passthrough))
+            fail(at, key, f"is not an option of {schema.targets[0]}; valid options: {valid}")
+        ok, converted = _coerce(value, hints[key])
+        if not ok:
+            fail(at, key, f"={value!r} must be {_type_name(hints[key])}")
+        _check_rules(at, key, converted, dict(fields[key].metadata))
+        values[key] = converted
+    missing = [
+        name
+        for name, f in fields.items()
+        if name not in values
+        and f.default is dataclasses.MISSING
+        and f.default_factory is dataclasses.MISSING
+    ]
+    if missing:
+        fail(at, missing[0], "is required but missing")
+    instance = schema(**values)  # type: ignore[call-arg]
+    instance.check(at)
+    return instance
+
+
+def walk_targets(node: Any, at: str = "") -> Iterable[tuple[str, dict[str, Any]]]:
+    """Yield (path, node) for every dict with a `_target_` below `node`, outermost first."""
+    if isinstance(node, dict):
+        if node.get("_target_"):
+            yield at, node
+        for key, value in node.items():
+            yield from walk_targets(value, f"{at}.{key}" if at else str(key))
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            yield from walk_targets(value, f"{at}[{i}]")

@@ -1,0 +1,61 @@
+"""Optimizers and schedulers: the combinations torch would reject are caught here, early."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from research.config.schema import Schema, fail, spec
+
+
+@dataclass
+class SGD(Schema):
+    targets = ("torch.optim.SGD",)
+    lr: float = spec(0.001, ge=0.0)
+    momentum: float = spec(0.0, ge=0.0)
+    dampening: float = spec(0.0)
+    weight_decay: float = spec(0.0, ge=0.0)
+    nesterov: bool = False
+    maximize: bool = False
+    foreach: bool | None = None
+
+    def check(self, at: str) -> None:
+        if self.nesterov and (self.momentum <= 0 or self.dampening != 0):
+            fail(
+                at,
+                "nesterov",
+                "=true needs momentum > 0 and dampening = 0 "
+                f"(got momentum={self.momentum}, dampening={self.dampening})",
+            )
+
+
+@dataclass
+class Adam(Schema):
+    targets = ("torch.optim.Adam", "torch.optim.AdamW")
+    lr: float = spec(0.001, ge=0.0)
+    betas: list[float] = spec([0.9, 0.999])
+    eps: float = spec(1e-8, ge=0.0)
+    weight_decay: float = spec(0.0, ge=0.0)
+    amsgrad: bool = False
+    maximize: bool = False
+    foreach: bool | None = None
+    fused: bool | None = None
+
+    def check(self, at: str) -> None:
+        if len(self.betas) != 2 or not all(0.0 <= b < 1.0 for b in self.betas):
+            fail(at, "betas", f"={self.betas} must be two numbers in [0, 1)")
+
+
+@dataclass
+class Warmup(Schema):
+    targets = (
+        "research.optim.schedulers.linear_with_warmup",
+        "research.optim.schedulers.inverse_sqrt_with_warmup",
+    )
+    warmup_steps: int = spec(0, ge=0)
+
+
+@dataclass
+class Cosine(Schema):
+    targets = ("research.optim.schedulers.cosine_with_warmup",)
+    warmup_steps: int = spec(0, ge=0)
+    min_lr_ratio: float = spec(0.0, ge=0.0, le=1.0)

@@ -1,0 +1,64 @@
+"""Check a composed config against the typed schemas; the single gate before anything heavy runs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from research.config import schemas  # noqa: F401  (registers the schemas)
+from research.config.errors import ConfigError
+from research.config.schema import SCHEMAS, check_node, walk_targets
+
+# Keys of the entry configs that are groups, not run settings.
+GROUP_KEYS = {
+    "data",
+    "model",
+    "loss",
+    "optimizer",
+    "scheduler",
+    "trainer",
+    "logger",
+    "callbacks",
+    "paths",
+    "hydra",
+    "debug",
+    "hparams_search",
+    "ablation",
+}
+
+
+def resolve(cfg: DictConfig) -> dict[str, Any]:
+    """The config as plain containers with interpolations resolved (Hydra's own node dropped)."""
+    plain = OmegaConf.to_container(cfg, resolve=False)
+    assert isinstance(plain, dict)
+    plain.pop("hydra", None)
+    try:
+        resolved = OmegaConf.to_container(OmegaConf.create(plain), resolve=True)
+    except OmegaConfBaseException as err:
+        raise ConfigError(one_line(err)) from None
+    assert isinstance(resolved, dict)
+    return resolved  # type: ignore[return-value]
+
+
+def one_line(err: BaseException) -> str:
+    """The first meaningful line of an OmegaConf/Hydra error, plus the key it names."""
+    lines = [ln.strip() for ln in str(err).splitlines() if ln.strip()]
+    head = lines[0] if lines else type(err).__name__
+    full_key = next((ln.split(":", 1)[1].strip() for ln in lines if ln.startswith("full_key:")), "")
+    return f"{head} (key: {full_key})" if full_key and full_key not in head else head
+
+
+def validate(cfg: DictConfig, entry: str = "train") -> dict[str, Any]:
+    """Validate `cfg` and return it resolved; the first problem raises a one-line ConfigError."""
+    resolved = resolve(cfg)
+    run_keys = {k: v for k, v in resolved.items() if k not in GROUP_KEYS}
+    run_schema = SCHEMAS[f"@{entry}"]
+    known = {k: v for k, v in run_keys.items() if k in run_schema.__dataclass_fields__}
+    check_node("", known, run_schema)
+    for at, node in walk_targets({k: v for k, v in resolved.items() if k in GROUP_KEYS}):
+        schema = SCHEMAS.get(str(node["_target_"]))
+        if schema is not None:
+            check_node(at, node, schema)
+    return resolved
