@@ -19,7 +19,7 @@ def run_suffix(override_dirname: str) -> str:
     """
     if not override_dirname:
         return ""
-    safe = re.sub(r"[^A-Za-z0-9=,._+-]", "-", override_dirname)
+    safe = re.sub(r"[^A-Za-z0-9._+-]", "-", override_dirname)
     if len(safe) > _MAX_SUFFIX:
         digest = hashlib.sha1(override_dirname.encode()).hexdigest()[:8]
         safe = f"{safe[: _MAX_SUFFIX - 9]}-{digest}"

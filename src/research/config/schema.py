@@ -44,7 +44,8 @@ class Schema:
 
 
 def fail(at: str, key: str, message: str) -> typing.NoReturn:
-    raise ConfigError(f"{at}.{key} {message}" if at else f"{key} {message}")
+    name = f"{at}.{key}" if at else key
+    raise ConfigError(f"{name}{message}" if message.startswith("=") else f"{name} {message}")
 
 
 def _type_name(tp: Any) -> str:

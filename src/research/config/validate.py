@@ -35,7 +35,9 @@ def resolve(cfg: DictConfig) -> dict[str, Any]:
     assert isinstance(plain, dict)
     plain.pop("hydra", None)
     try:
-        resolved = OmegaConf.to_container(OmegaConf.create(plain), resolve=True)
+        resolved = OmegaConf.to_container(
+            OmegaConf.create(plain), resolve=True, throw_on_missing=True
+        )
     except OmegaConfBaseException as err:
         raise ConfigError(one_line(err)) from None
     assert isinstance(resolved, dict)

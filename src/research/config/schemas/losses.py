@@ -9,7 +9,7 @@ from research.config.schema import Schema, spec
 
 @dataclass
 class CrossEntropy(Schema):
-    targets = ("torch.nn.CrossEntropyLoss",)
+    targets = ("research.losses.cross_entropy.cross_entropy", "torch.nn.CrossEntropyLoss")
     weight: list[float] | None = None
     ignore_index: int = -100
     reduction: str = spec("mean", choices=["mean", "sum", "none"])

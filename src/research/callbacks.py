@@ -1,0 +1,109 @@
+"""Callbacks every training run gets: reproducible epochs, divergence stop, epoch history."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from pathlib import Path
+from typing import Any
+
+import lightning as L
+import numpy as np
+import torch
+
+from research.tracking.run_dir import HISTORY_FILE, read_history
+
+
+class DivergedError(RuntimeError):
+    """The training loss became NaN or infinite; the run stops with status `diverged`."""
+
+
+class EpochSeed(L.Callback):
+    """Reseeds the global RNGs from (seed, epoch) at the start of every training epoch.
+
+    Lightning checkpoints do not hold the global RNG states, so without this a run resumed from
+    an epoch-end checkpoint would draw different dropout masks than the uninterrupted run.
+    """
+
+    def __init__(self, seed: int) -> None:
+        self.seed = seed
+
+    def on_train_epoch_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        value = (self.seed * 1_000_003 + trainer.current_epoch + trainer.global_rank * 7919) % (
+            2**32
+        )
+        random.seed(value)
+        np.random.seed(value)
+        torch.manual_seed(value)
+
+
+class DivergenceGuard(L.Callback):
+    """Stops the run at the first non-finite training loss instead of training on garbage."""
+
+    def on_train_batch_end(
+        self,
+        trainer: L.Trainer,
+        pl_module: L.LightningModule,
+        outputs: Any,
+        batch: Any,
+        batch_idx: int,
+    ) -> None:
+        loss = outputs.get("loss") if isinstance(outputs, dict) else outputs
+        if isinstance(loss, torch.Tensor) and not torch.isfinite(loss).all():
+            raise DivergedError(
+                f"train/loss became {loss.item()} at epoch {trainer.current_epoch}, step "
+                f"{trainer.global_step}; lower optimizer.lr, add warmup or gradient clipping"
+            )
+
+
+def _scalar(value: Any) -> float | None:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+class EpochHistory(L.Callback):
+    """Appends one row of epoch-level metrics per epoch to `history.jsonl` (rank zero only).
+
+    The report draws learning curves from this file, so it must survive a resume: rows of epochs
+    the resumed run will redo are dropped and the earlier ones carried over.
+    """
+
+    def __init__(self, run_dir: Path, carry_from: Path | None = None, resume_epoch: int = 0):
+        self.path = run_dir / HISTORY_FILE
+        source = carry_from or run_dir
+        self.rows = [r for r in read_history(source) if r.get("epoch", 0) < resume_epoch]
+
+    def on_fit_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        if trainer.is_global_zero:
+            self.path.write_text("".join(json.dumps(r) + "\n" for r in self.rows))
+
+    def on_train_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        if trainer.sanity_checking or not trainer.is_global_zero:
+            return
+        row: dict[str, Any] = {"epoch": trainer.current_epoch, "step": trainer.global_step}
+        for name, value in trainer.callback_metrics.items():
+            if name.endswith("_step"):
+                continue
+            number = _scalar(value)
+            if number is not None:
+                row[name.removesuffix("_epoch")] = number
+        self.rows.append(row)
+        with self.path.open("a") as f:
+            f.write(json.dumps(row) + "\n")
+
+
+class RunIdentity(L.Callback):
+    """Stores the run id and the W&B run id in every checkpoint, so a resume continues both."""
+
+    def __init__(self, run_id: str, wandb_run_id: str | None) -> None:
+        self.run_id = run_id
+        self.wandb_run_id = wandb_run_id
+
+    def on_save_checkpoint(
+        self, trainer: L.Trainer, pl_module: L.LightningModule, checkpoint: dict[str, Any]
+    ) -> None:
+        checkpoint["research"] = {"run_id": self.run_id, "wandb_run_id": self.wandb_run_id}

@@ -1,0 +1,1 @@
+"""Loss functions built from config."""

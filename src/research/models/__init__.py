@@ -1,0 +1,1 @@
+"""Plain nn.Modules; nothing here knows about Lightning, datasets or configs."""

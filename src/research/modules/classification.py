@@ -1,0 +1,101 @@
+"""Classification of anything a network maps to logits: images now, token sequences later."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import lightning as L
+import torch
+from torch import nn
+from torchmetrics import MaxMetric, MetricCollection
+from torchmetrics.classification import MulticlassAccuracy
+
+from research.modules.optimization import OptimizerFactory, SchedulerFactory, configure
+
+# Top-k accuracy is only informative when there are clearly more classes than k.
+_TOP_K_MIN_CLASSES = 5
+
+
+class ClassificationModule(L.LightningModule):
+    """Trains `net` with `loss`; logs loss and accuracy per split and the best `val/acc`.
+
+    Batches are `(inputs, targets)` or a dict with a `labels` entry and the network's keyword
+    inputs, so image and text classifiers share this module.
+    """
+
+    def __init__(
+        self,
+        net: nn.Module,
+        loss: nn.Module,
+        optimizer: OptimizerFactory,
+        scheduler: SchedulerFactory | None = None,
+        num_classes: int = 10,
+        top_k: int = 3,
+    ) -> None:
+        super().__init__()
+        self.net = net
+        self.loss = loss
+        self.optimizer_factory = optimizer
+        self.scheduler_factory = scheduler
+        metrics = {"acc": MulticlassAccuracy(num_classes, average="micro")}
+        if num_classes > _TOP_K_MIN_CLASSES and top_k > 1:
+            metrics[f"acc_top{top_k}"] = MulticlassAccuracy(num_classes, top_k=top_k, average="micro")
+        collection = MetricCollection(metrics)
+        self.train_metrics = collection.clone(prefix="train/")
+        self.val_metrics = collection.clone(prefix="val/")
+        self.test_metrics = collection.clone(prefix="test/")
+        # Persistent so a resumed run keeps the best value seen before the interruption.
+        self.best_val_acc = MaxMetric()
+        self.best_val_acc.persistent(True)
+
+    def forward(self, inputs: Any) -> torch.Tensor:
+        return self.net(**inputs) if isinstance(inputs, dict) else self.net(inputs)
+
+    def _step(self, batch: Any) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        if isinstance(batch, dict):
+            inputs = dict(batch)
+            targets = inputs.pop("labels")
+        else:
+            inputs, targets = batch
+        logits = self(inputs)
+        return self.loss(logits, targets), logits, targets
+
+    def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
+        loss, logits, targets = self._step(batch)
+        self.train_metrics.update(logits, targets)
+        self.log("train/loss", loss, on_step=True, on_epoch=True, prog_bar=True)
+        return loss
+
+    def on_train_epoch_end(self) -> None:
+        self.log_dict(self.train_metrics.compute())
+        self.train_metrics.reset()
+
+    def validation_step(self, batch: Any, batch_idx: int) -> None:
+        loss, logits, targets = self._step(batch)
+        self.val_metrics.update(logits, targets)
+        self.log("val/loss", loss, on_epoch=True, prog_bar=True)
+
+    def on_validation_epoch_end(self) -> None:
+        values = self.val_metrics.compute()
+        self.val_metrics.reset()
+        self.log_dict(values, prog_bar=True)
+        if not self.trainer.sanity_checking:
+            self.best_val_acc.update(values["val/acc"])
+            self.log("val/acc_best", self.best_val_acc.compute())
+
+    def test_step(self, batch: Any, batch_idx: int) -> None:
+        loss, logits, targets = self._step(batch)
+        self.test_metrics.update(logits, targets)
+        self.log("test/loss", loss, on_epoch=True)
+
+    def on_test_epoch_end(self) -> None:
+        self.log_dict(self.test_metrics.compute())
+        self.test_metrics.reset()
+
+    def configure_optimizers(self) -> dict[str, Any]:
+        return configure(
+            self.parameters(),
+            self.optimizer_factory,
+            self.scheduler_factory,
+            int(self.trainer.estimated_stepping_batches),
+        )

@@ -1,0 +1,33 @@
+"""The optimizer/scheduler wiring every LightningModule here shares."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import torch
+from torch.optim import Optimizer
+from torch.optim.lr_scheduler import LRScheduler
+
+OptimizerFactory = Callable[[Iterable[torch.nn.Parameter]], Optimizer]
+SchedulerFactory = Callable[[Optimizer, int], LRScheduler]
+
+
+def configure(
+    params: Iterable[torch.nn.Parameter],
+    optimizer: OptimizerFactory,
+    scheduler: SchedulerFactory | None,
+    total_steps: int,
+) -> dict[str, Any]:
+    """Build the optimizer and a per-step scheduler in Lightning's return format.
+
+    Schedules are stepped every optimizer step (not every epoch) so warmup lengths mean the same
+    thing whatever the dataset size.
+    """
+    opt = optimizer(params)
+    if scheduler is None:
+        return {"optimizer": opt}
+    return {
+        "optimizer": opt,
+        "lr_scheduler": {"scheduler": scheduler(opt, total_steps), "interval": "step"},
+    }

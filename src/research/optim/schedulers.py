@@ -1,0 +1,59 @@
+"""Per-step learning-rate schedules with linear warmup.
+
+Each factory has the signature `(optimizer, total_steps, ...) -> LambdaLR` so a config partial
+only needs the optimizer and the run's step count, which the LightningModule knows at fit time.
+"""
+
+from __future__ import annotations
+
+import math
+
+from torch.optim import Optimizer
+from torch.optim.lr_scheduler import LambdaLR
+
+
+def _warmup(step: int, warmup_steps: int) -> float:
+    return (step + 1) / warmup_steps if step < warmup_steps else 1.0
+
+
+def linear_with_warmup(optimizer: Optimizer, total_steps: int, warmup_steps: int = 0) -> LambdaLR:
+    """Linear warmup to the base lr, then linear decay to 0 at `total_steps`."""
+
+    def factor(step: int) -> float:
+        if step < warmup_steps:
+            return _warmup(step, warmup_steps)
+        return max(0.0, (total_steps - step) / max(1, total_steps - warmup_steps))
+
+    return LambdaLR(optimizer, factor)
+
+
+def cosine_with_warmup(
+    optimizer: Optimizer, total_steps: int, warmup_steps: int = 0, min_lr_ratio: float = 0.0
+) -> LambdaLR:
+    """Linear warmup, then half a cosine from the base lr down to `min_lr_ratio` x base lr."""
+
+    def factor(step: int) -> float:
+        if step < warmup_steps:
+            return _warmup(step, warmup_steps)
+        progress = min(1.0, (step - warmup_steps) / max(1, total_steps - warmup_steps))
+        return min_lr_ratio + (1 - min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress))
+
+    return LambdaLR(optimizer, factor)
+
+
+def inverse_sqrt_with_warmup(
+    optimizer: Optimizer, total_steps: int, warmup_steps: int = 0
+) -> LambdaLR:
+    """Vaswani et al. (2017): linear warmup, then decay proportional to 1/sqrt(step).
+
+    `total_steps` is unused (the schedule has no end) but kept for a uniform signature.
+    """
+    del total_steps
+    pivot = max(1, warmup_steps)
+
+    def factor(step: int) -> float:
+        if step < warmup_steps:
+            return _warmup(step, warmup_steps)
+        return math.sqrt(pivot / (step + 1)) if step + 1 > pivot else 1.0
+
+    return LambdaLR(optimizer, factor)

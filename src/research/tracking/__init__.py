@@ -1,0 +1,1 @@
+"""W&B setup, provenance, offline-run reader and run-dir metrics."""

@@ -1,0 +1,71 @@
+"""The files a run leaves in its directory, and finding earlier runs to resume."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+METRICS_FILE = "metrics.json"
+HISTORY_FILE = "history.jsonl"
+CHECKPOINT_DIR = "checkpoints"
+
+
+def write_json_atomic(path: Path, payload: dict[str, Any]) -> None:
+    """Write via a temporary file and rename, so a crash never leaves half a metrics.json."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(payload, indent=2, sort_keys=False, default=str) + "\n")
+    os.replace(tmp, path)
+
+
+def read_metrics(run_dir: Path) -> dict[str, Any] | None:
+    """A run's metrics.json, or None when it has none or it cannot be parsed."""
+    try:
+        return json.loads((run_dir / METRICS_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def read_history(run_dir: Path) -> list[dict[str, Any]]:
+    """The epoch rows a run logged; a torn last line (killed process) is skipped."""
+    path = run_dir / HISTORY_FILE
+    if not path.exists():
+        return []
+    rows = []
+    for line in path.read_text().splitlines():
+        try:
+            rows.append(json.loads(line))
+        except ValueError:
+            continue
+    return rows
+
+
+def _saved_run_id(run_dir: Path) -> str | None:
+    try:
+        return json.loads((run_dir / ".research.json").read_text()).get("run_id")
+    except (OSError, ValueError):
+        return None
+
+
+def write_identity(run_dir: Path, run_id: str) -> None:
+    """Marks a run dir with its id at start, so an unfinished run can be found for resume."""
+    write_json_atomic(run_dir / ".research.json", {"run_id": run_id})
+
+
+def find_resume_checkpoint(run_dir: Path, log_root: Path, run_id: str) -> Path | None:
+    """`last.ckpt` of this run dir (a requeued job) or of the newest earlier unfinished run with
+    the same id (a run restarted by hand); None when there is nothing to resume."""
+    own = run_dir / CHECKPOINT_DIR / "last.ckpt"
+    if own.is_file():
+        return own
+    candidates = []
+    for marker in log_root.rglob(".research.json"):
+        other = marker.parent
+        if other == run_dir or _saved_run_id(other) != run_id:
+            continue
+        last = other / CHECKPOINT_DIR / "last.ckpt"
+        status = (read_metrics(other) or {}).get("status")
+        if last.is_file() and status != "completed":
+            candidates.append(last)
+    return max(candidates, key=lambda p: p.stat().st_mtime) if candidates else None

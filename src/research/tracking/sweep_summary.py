@@ -1,0 +1,52 @@
+"""A Hydra callback that counts how the jobs of a multirun ended and says so at the end.
+
+It reads the jobs' metrics.json files rather than Hydra's in-process job returns, so it works for
+launchers that run jobs in other processes (submitit) too. A job folder with no metrics.json was
+killed before it could write one and counts as failed.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig
+
+from research import outcome
+from research.tracking.run_dir import read_metrics, write_json_atomic
+
+log = logging.getLogger(__name__)
+
+
+def summarize(sweep_dir: Path) -> dict[str, Any]:
+    """Status counts over the job folders (those with a `.hydra/` folder) of a sweep dir."""
+    jobs = sorted(p.parent for p in sweep_dir.glob("*/.hydra"))
+    statuses = {job.name: (read_metrics(job) or {}).get("status", "failed") for job in jobs}
+    counts = Counter(statuses.values())
+    return {
+        "jobs": len(jobs),
+        "completed": counts.get("completed", 0),
+        "failed": counts.get("failed", 0),
+        "diverged": counts.get("diverged", 0),
+        "not_completed": sorted(name for name, s in statuses.items() if s != "completed"),
+    }
+
+
+class SweepSummary(Callback):
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        sweep_dir = Path(config.hydra.sweep.dir)
+        if not sweep_dir.is_dir():
+            return
+        summary = summarize(sweep_dir)
+        write_json_atomic(sweep_dir / "sweep_summary.json", summary)
+        bad = summary["jobs"] - summary["completed"]
+        outcome.SWEEP_FAILURES.append(bad)
+        line = (
+            f"sweep: {summary['completed']}/{summary['jobs']} jobs completed, "
+            f"{summary['failed']} failed, {summary['diverged']} diverged ({sweep_dir})"
+        )
+        (log.warning if bad else log.info)(line)
+        print(line)

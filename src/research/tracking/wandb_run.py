@@ -1,0 +1,62 @@
+"""The experiment loggers of a run, and the W&B bookkeeping Lightning leaves out.
+
+Lightning's WandbLogger never finishes its run, so in a multirun every job would log into the
+first job's run; `finish_loggers` closes it with the job's exit code. W&B cannot resume an offline
+run (wandb issue 2423): a resumed offline run reuses the run id in a new `offline-run-*` folder,
+and `wandb sync --append` uploads it onto the same online run.
+"""
+
+from __future__ import annotations
+
+import secrets
+import string
+from pathlib import Path
+from typing import Any
+
+from hydra.utils import instantiate
+from lightning.pytorch.loggers import Logger, WandbLogger
+
+
+def _new_wandb_id() -> str:
+    """8 lowercase letters/digits, the shape of the ids W&B generates itself."""
+    alphabet = string.ascii_lowercase + string.digits
+    return "".join(secrets.choice(alphabet) for _ in range(8))
+
+
+def build_loggers(
+    logger_cfg: dict[str, Any] | None, run_dir: Path, wandb_id: str | None
+) -> tuple[list[Logger], str | None]:
+    """Instantiate the configured loggers, all writing under `run_dir`; return the W&B id."""
+    loggers: list[Logger] = []
+    used_id = None
+    for cfg in (logger_cfg or {}).values():
+        if not cfg or not cfg.get("_target_"):
+            continue
+        extra: dict[str, Any] = {"save_dir": str(run_dir)}
+        if cfg["_target_"].endswith("WandbLogger"):
+            used_id = cfg.get("id") or wandb_id or _new_wandb_id()
+            extra.update(id=used_id, resume="allow" if wandb_id else None)
+        loggers.append(instantiate({**cfg, **extra}))
+    return loggers, used_id
+
+
+def log_provenance(loggers: list[Logger], config: dict[str, Any], extra: dict[str, Any]) -> None:
+    """Resolved config at the top level (so W&B can filter on `optimizer.lr`) plus overrides,
+    git state and versions; the other loggers get the same as hyperparameters."""
+    for logger in loggers:
+        if isinstance(logger, WandbLogger):
+            logger.experiment.config.update({**config, **extra}, allow_val_change=True)
+        else:
+            logger.log_hyperparams({**config, **extra})
+
+
+def finish_loggers(loggers: list[Logger], exit_code: int, summary: dict[str, Any]) -> None:
+    """Close every logger; a W&B run gets `summary` (e.g. the best checkpoint's metrics) and is
+    marked failed when `exit_code` is non-zero."""
+    for logger in loggers:
+        if isinstance(logger, WandbLogger):
+            if logger._experiment is not None:  # noqa: SLF001 - only finish a run that started
+                logger.experiment.summary.update(summary)
+                logger.experiment.finish(exit_code=exit_code)
+        else:
+            logger.finalize("success" if exit_code == 0 else "failed")

@@ -1,0 +1,109 @@
+"""The training task: build everything a config names, fit, test the best checkpoint, record.
+
+Failures are recorded by `research.job.run_job`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import lightning as L
+from hydra.utils import instantiate
+from lightning.pytorch.callbacks import Callback, ModelCheckpoint
+from lightning.pytorch.loggers import Logger
+from omegaconf import DictConfig
+
+from research.callbacks import DivergenceGuard, EpochHistory, EpochSeed, RunIdentity
+from research.checkpoints import checkpoint_meta, resolve_resume
+from research.job import run_job
+from research.tracking.record import RunRecord
+from research.tracking.run_dir import CHECKPOINT_DIR
+from research.tracking.wandb_run import build_loggers, log_provenance
+
+
+def _callbacks(cfg: dict[str, Any] | None, run_dir: Path, has_logger: bool) -> list[Callback]:
+    """The configured callbacks; checkpoints go to the run dir, and the learning-rate monitor is
+    left out when there is no logger to receive it (e.g. `debug=fdr`)."""
+    built: list[Callback] = []
+    for node in (cfg or {}).values():
+        if not node or not node.get("_target_"):
+            continue
+        if node["_target_"].endswith("LearningRateMonitor") and not has_logger:
+            continue
+        if node["_target_"].endswith("ModelCheckpoint") and not node.get("dirpath"):
+            node = {**node, "dirpath": str(run_dir / CHECKPOINT_DIR)}
+        built.append(instantiate(node))
+    return built
+
+
+def _scheduler(cfg: dict[str, Any] | None) -> Any:
+    return instantiate(cfg) if cfg and cfg.get("_target_") else None
+
+
+def _best_metrics(
+    history: list[dict[str, Any]], checkpoint: ModelCheckpoint | None, run_dir: Path
+) -> dict[str, Any]:
+    """The logged epoch row of the best checkpoint (or of the last epoch without one)."""
+    if checkpoint is None or checkpoint.best_model_score is None or not history:
+        return dict(history[-1]) if history else {}
+    target = float(checkpoint.best_model_score)
+    monitor = checkpoint.monitor or ""
+    row = min(history, key=lambda r: abs(r.get(monitor, float("inf")) - target))
+    return {**row, "checkpoint": str(Path(checkpoint.best_model_path).relative_to(run_dir))}
+
+
+def _fit(cfg: DictConfig, config: dict[str, Any], record: RunRecord, loggers: list[Logger]) -> Any:
+    run_dir = record.run_dir
+    L.seed_everything(config["seed"], workers=True, verbose=False)
+    resume = resolve_resume(
+        config.get("ckpt_path"), run_dir, Path(config["paths"]["log_dir"]), record.run_id
+    )
+    meta = checkpoint_meta(resume) if resume else {}
+    datamodule = instantiate(cfg.data)
+    module = instantiate(
+        cfg.model,
+        loss=instantiate(cfg.loss),
+        optimizer=instantiate(cfg.optimizer),
+        scheduler=_scheduler(config.get("scheduler")),
+    )
+    built, wandb_id = build_loggers(config.get("logger"), run_dir, meta.get("wandb_run_id"))
+    loggers.extend(built)
+    carry = resume.parent.parent if resume and resume.parent.parent != run_dir else None
+    history = EpochHistory(run_dir, carry, meta["epoch"] + 1 if resume else 0)
+    callbacks = _callbacks(config.get("callbacks"), run_dir, bool(loggers))
+    checkpoint = next((c for c in callbacks if isinstance(c, ModelCheckpoint)), None)
+    callbacks += [EpochSeed(config["seed"]), DivergenceGuard(), history]
+    callbacks.append(RunIdentity(record.run_id, wandb_id))
+    trainer: L.Trainer = instantiate(
+        cfg.trainer, callbacks=callbacks, logger=loggers or False, default_root_dir=str(run_dir)
+    )
+    record.fields.update(
+        monitor=checkpoint.monitor if checkpoint else None,
+        mode=checkpoint.mode if checkpoint else None,
+        resumed_from=str(resume) if resume else None,
+        wandb={"run_id": wandb_id, **_wandb_settings(config)},
+    )
+    log_provenance(loggers, config, record.provenance())
+    if config.get("train", True):
+        trainer.fit(module, datamodule=datamodule, ckpt_path=str(resume) if resume else None)
+    best = _best_metrics(history.rows, checkpoint, run_dir)
+    final = {k: v for k, v in (history.rows[-1] if history.rows else {}).items()}
+    if config.get("test", True):
+        has_best = checkpoint is not None and bool(checkpoint.best_model_path)
+        results = trainer.test(module, datamodule=datamodule, ckpt_path="best" if has_best else None)
+        tested = results[0] if results else {}
+        best.update(tested)
+        final.update(tested)
+    record.fields.update(best=best, final=final)
+    return checkpoint.best_model_score.item() if checkpoint and checkpoint.best_model_score else None
+
+
+def _wandb_settings(config: dict[str, Any]) -> dict[str, Any]:
+    wandb_cfg = (config.get("logger") or {}).get("wandb") or {}
+    return {k: wandb_cfg.get(k) for k in ("project", "group", "job_type", "mode")}
+
+
+def train(cfg: DictConfig) -> float | None:
+    """Hydra task of `research-train`; returns the best monitored value (Optuna's objective)."""
+    return run_job("research-train", cfg, _fit)
