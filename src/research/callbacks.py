@@ -20,16 +20,22 @@ class DivergedError(RuntimeError):
 
 
 class EpochSeed(L.Callback):
-    """Reseeds the global RNGs from (seed, epoch) at the start of every training epoch.
+    """Reseeds the global RNGs from (seed, epoch) just before the first batch of every epoch.
 
     Lightning checkpoints do not hold the global RNG states, so without this a run resumed from
-    an epoch-end checkpoint would draw different dropout masks than the uninterrupted run.
+    an epoch-end checkpoint would draw different dropout masks than the uninterrupted run. It is
+    the first batch, not the epoch start, because creating a DataLoader iterator draws from the
+    global RNG, and Lightning creates it at a different moment when it resumes.
     """
 
     def __init__(self, seed: int) -> None:
         self.seed = seed
 
-    def on_train_epoch_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+    def on_train_batch_start(
+        self, trainer: L.Trainer, pl_module: L.LightningModule, batch: Any, batch_idx: int
+    ) -> None:
+        if batch_idx != 0:
+            return
         value = (self.seed * 1_000_003 + trainer.current_epoch + trainer.global_rank * 7919) % (
             2**32
         )

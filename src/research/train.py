@@ -60,6 +60,15 @@ def _fit(cfg: DictConfig, config: dict[str, Any], record: RunRecord, loggers: li
         config.get("ckpt_path"), run_dir, Path(config["paths"]["log_dir"]), record.run_id
     )
     meta = checkpoint_meta(resume) if resume else {}
+    # Loggers first: a job that fails while building its data or model still gets a W&B run,
+    # marked failed.
+    built, wandb_id = build_loggers(config.get("logger"), run_dir, meta.get("wandb_run_id"))
+    loggers.extend(built)
+    record.fields.update(
+        resumed_from=str(resume) if resume else None,
+        wandb={"run_id": wandb_id, **_wandb_settings(config)},
+    )
+    log_provenance(loggers, config, record.provenance())
     datamodule = instantiate(cfg.data)
     module = instantiate(
         cfg.model,
@@ -67,8 +76,6 @@ def _fit(cfg: DictConfig, config: dict[str, Any], record: RunRecord, loggers: li
         optimizer=instantiate(cfg.optimizer),
         scheduler=_scheduler(config.get("scheduler")),
     )
-    built, wandb_id = build_loggers(config.get("logger"), run_dir, meta.get("wandb_run_id"))
-    loggers.extend(built)
     carry = resume.parent.parent if resume and resume.parent.parent != run_dir else None
     history = EpochHistory(run_dir, carry, meta["epoch"] + 1 if resume else 0)
     callbacks = _callbacks(config.get("callbacks"), run_dir, bool(loggers))
@@ -81,22 +88,21 @@ def _fit(cfg: DictConfig, config: dict[str, Any], record: RunRecord, loggers: li
     record.fields.update(
         monitor=checkpoint.monitor if checkpoint else None,
         mode=checkpoint.mode if checkpoint else None,
-        resumed_from=str(resume) if resume else None,
-        wandb={"run_id": wandb_id, **_wandb_settings(config)},
     )
-    log_provenance(loggers, config, record.provenance())
     if config.get("train", True):
         trainer.fit(module, datamodule=datamodule, ckpt_path=str(resume) if resume else None)
     best = _best_metrics(history.rows, checkpoint, run_dir)
     final = {k: v for k, v in (history.rows[-1] if history.rows else {}).items()}
     if config.get("test", True):
         has_best = checkpoint is not None and bool(checkpoint.best_model_path)
-        results = trainer.test(module, datamodule=datamodule, ckpt_path="best" if has_best else None)
+        ckpt = "best" if has_best else None
+        results = trainer.test(module, datamodule=datamodule, ckpt_path=ckpt)
         tested = results[0] if results else {}
         best.update(tested)
         final.update(tested)
     record.fields.update(best=best, final=final)
-    return checkpoint.best_model_score.item() if checkpoint and checkpoint.best_model_score else None
+    score = checkpoint.best_model_score if checkpoint else None
+    return float(score) if score is not None else None
 
 
 def _wandb_settings(config: dict[str, Any]) -> dict[str, Any]:

@@ -39,7 +39,8 @@ class ClassificationModule(L.LightningModule):
         self.scheduler_factory = scheduler
         metrics = {"acc": MulticlassAccuracy(num_classes, average="micro")}
         if num_classes > _TOP_K_MIN_CLASSES and top_k > 1:
-            metrics[f"acc_top{top_k}"] = MulticlassAccuracy(num_classes, top_k=top_k, average="micro")
+            top = MulticlassAccuracy(num_classes, top_k=top_k, average="micro")
+            metrics[f"acc_top{top_k}"] = top
         collection = MetricCollection(metrics)
         self.train_metrics = collection.clone(prefix="train/")
         self.val_metrics = collection.clone(prefix="val/")

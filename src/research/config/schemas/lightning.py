@@ -63,9 +63,7 @@ class Trainer(Schema):
 
     def check(self, at: str) -> None:
         if isinstance(self.fast_dev_run, int) and self.fast_dev_run < 0:
-            fail(
-                at, "fast_dev_run", f"={self.fast_dev_run} must be a bool or a count >= 0"
-            )
+            fail(at, "fast_dev_run", f"={self.fast_dev_run} must be a bool or a count >= 0")
 
 
 @dataclass
