@@ -74,32 +74,50 @@ def _scalar(value: Any) -> float | None:
 class EpochHistory(L.Callback):
     """Appends one row of epoch-level metrics per epoch to `history.jsonl` (rank zero only).
 
-    The report draws learning curves from this file, so it must survive a resume: rows of epochs
-    the resumed run will redo are dropped and the earlier ones carried over.
+    The row of epoch e is written when epoch e's checkpoint is saved (by then the module has
+    logged all of that epoch's metrics, and the row reaches disk before the checkpoint), or at
+    the start of the next epoch / the end of training when nothing is checkpointed. So a run
+    killed at any moment has a row for every epoch its last checkpoint holds; on resume, rows of
+    epochs that will be redone are dropped.
     """
 
     def __init__(self, run_dir: Path, carry_from: Path | None = None, resume_epoch: int = 0):
         self.path = run_dir / HISTORY_FILE
         source = carry_from or run_dir
         self.rows = [r for r in read_history(source) if r.get("epoch", 0) < resume_epoch]
+        self.ended_epoch = -1  # the last epoch whose training part has finished
 
     def on_fit_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         if trainer.is_global_zero:
             self.path.write_text("".join(json.dumps(r) + "\n" for r in self.rows))
 
-    def on_train_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        if trainer.sanity_checking or not trainer.is_global_zero:
+    def _commit(self, trainer: L.Trainer, epoch: int) -> None:
+        if not trainer.is_global_zero or epoch < 0 or trainer.sanity_checking:
             return
-        row: dict[str, Any] = {"epoch": trainer.current_epoch, "step": trainer.global_step}
+        if self.rows and self.rows[-1].get("epoch", -1) >= epoch:
+            return
+        row: dict[str, Any] = {"epoch": epoch, "step": trainer.global_step}
         for name, value in trainer.callback_metrics.items():
-            if name.endswith("_step"):
-                continue
             number = _scalar(value)
-            if number is not None:
+            if number is not None and not name.endswith("_step"):
                 row[name.removesuffix("_epoch")] = number
         self.rows.append(row)
         with self.path.open("a") as f:
             f.write(json.dumps(row) + "\n")
+
+    def on_train_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        self.ended_epoch = trainer.current_epoch
+
+    def on_save_checkpoint(
+        self, trainer: L.Trainer, pl_module: L.LightningModule, checkpoint: dict[str, Any]
+    ) -> None:
+        self._commit(trainer, self.ended_epoch)
+
+    def on_train_epoch_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        self._commit(trainer, self.ended_epoch)
+
+    def on_train_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        self._commit(trainer, self.ended_epoch)
 
 
 class RunIdentity(L.Callback):

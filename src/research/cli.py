@@ -30,6 +30,18 @@ def _eval_task(cfg: Any) -> Any:
     return evaluate(cfg)
 
 
+def _continue_in_place(config: dict[str, Any]) -> list[str]:
+    """`ckpt_path=last` continues the unfinished run in its own run dir, so its history, best
+    checkpoint and W&B id carry on as if it had never stopped."""
+    from pathlib import Path
+
+    from research.tracking.identity import run_id
+    from research.tracking.run_dir import find_unfinished_run
+
+    previous = find_unfinished_run(Path(config["paths"]["log_dir"]), run_id(config))
+    return [f"hydra.run.dir='{previous}'"] if previous else []
+
+
 def run(
     prog: str, config_name: str, task: Callable[[Any], Any], argv: Sequence[str] | None = None
 ) -> int:
@@ -43,12 +55,16 @@ def run(
     parsed = get_args_parser().parse_args(args)
     if not any(getattr(parsed, flag, None) for flag in _INFO_FLAGS):
         try:
-            check_command_line(config_name, parsed.overrides)
+            configs = check_command_line(config_name, parsed.overrides)
         except ConfigError as err:
             print(f"{prog}: error: {err}", file=sys.stderr)
             return 2
+        explicit_dir = any(a.startswith("hydra.run.dir=") for a in args)
+        if not parsed.multirun and not explicit_dir and configs[0].get("ckpt_path") == "last":
+            args += _continue_in_place(configs[0])
     outcome.reset()
-    sys.argv = [prog, *args]
+    # Keep argv[0]: Lightning's DDP launcher re-runs it for the other ranks.
+    sys.argv = [sys.argv[0] if sys.argv and sys.argv[0] else prog, *args]
     main = hydra.main(config_path=str(config_dir()), config_name=config_name, version_base="1.3")
     main(task)()
     return 1 if outcome.failed() else 0

@@ -49,10 +49,13 @@ def _evaluate(cfg: DictConfig, config: dict[str, Any], record: RunRecord, _: lis
         optimizer=instantiate(train_cfg.optimizer),
         scheduler=instantiate(scheduler) if scheduler and scheduler.get("_target_") else None,
     )
+    saved_trainer = train_cfg.trainer
     trainer = L.Trainer(
-        accelerator=train_cfg.trainer.accelerator,
+        accelerator=saved_trainer.accelerator,
         devices=1,
-        precision=train_cfg.trainer.precision,
+        precision=saved_trainer.precision,
+        limit_test_batches=saved_trainer.get("limit_test_batches"),
+        limit_val_batches=saved_trainer.get("limit_val_batches"),
         logger=False,
         default_root_dir=str(record.run_dir),
         enable_progress_bar=False,

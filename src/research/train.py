@@ -78,10 +78,10 @@ def _fit(cfg: DictConfig, config: dict[str, Any], record: RunRecord, loggers: li
     )
     carry = resume.parent.parent if resume and resume.parent.parent != run_dir else None
     history = EpochHistory(run_dir, carry, meta["epoch"] + 1 if resume else 0)
-    callbacks = _callbacks(config.get("callbacks"), run_dir, bool(loggers))
-    checkpoint = next((c for c in callbacks if isinstance(c, ModelCheckpoint)), None)
-    callbacks += [EpochSeed(config["seed"]), DivergenceGuard(), history]
-    callbacks.append(RunIdentity(record.run_id, wandb_id))
+    configured = _callbacks(config.get("callbacks"), run_dir, bool(loggers))
+    checkpoint = next((c for c in configured if isinstance(c, ModelCheckpoint)), None)
+    own = [EpochSeed(config["seed"]), DivergenceGuard(), RunIdentity(record.run_id, wandb_id)]
+    callbacks = [*own, history, *configured]
     trainer: L.Trainer = instantiate(
         cfg.trainer, callbacks=callbacks, logger=loggers or False, default_root_dir=str(run_dir)
     )

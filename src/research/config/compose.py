@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 from hydra import compose, initialize_config_dir
 from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -105,7 +106,7 @@ def iter_configs(config_name: str, overrides: Sequence[str]) -> Iterator[DictCon
             yield _compose_one(config_name, combo)
 
 
-def check_command_line(config_name: str, overrides: Sequence[str]) -> None:
-    """Raise ConfigError (one line) if any job of this command line would get a bad config."""
-    for cfg in iter_configs(config_name, overrides):
-        validate(cfg, entry=config_name)
+def check_command_line(config_name: str, overrides: Sequence[str]) -> list[dict[str, Any]]:
+    """Raise ConfigError (one line) if any job of this command line would get a bad config;
+    return the resolved configs that were checked (the first is the first job's)."""
+    return [validate(cfg, entry=config_name) for cfg in iter_configs(config_name, overrides)]

@@ -53,19 +53,25 @@ def write_identity(run_dir: Path, run_id: str) -> None:
     write_json_atomic(run_dir / ".research.json", {"run_id": run_id})
 
 
-def find_resume_checkpoint(run_dir: Path, log_root: Path, run_id: str) -> Path | None:
-    """`last.ckpt` of this run dir (a requeued job) or of the newest earlier unfinished run with
-    the same id (a run restarted by hand); None when there is nothing to resume."""
-    own = run_dir / CHECKPOINT_DIR / "last.ckpt"
-    if own.is_file():
-        return own
+def find_unfinished_run(log_root: Path, run_id: str, exclude: Path | None = None) -> Path | None:
+    """The newest run dir under `log_root` with this run id, a `last.ckpt` and no `completed`
+    status: the run that `ckpt_path=last` continues."""
     candidates = []
     for marker in log_root.rglob(".research.json"):
         other = marker.parent
-        if other == run_dir or _saved_run_id(other) != run_id:
+        if other == exclude or _saved_run_id(other) != run_id:
             continue
-        last = other / CHECKPOINT_DIR / "last.ckpt"
         status = (read_metrics(other) or {}).get("status")
-        if last.is_file() and status != "completed":
-            candidates.append(last)
+        if (other / CHECKPOINT_DIR / "last.ckpt").is_file() and status != "completed":
+            candidates.append(other)
     return max(candidates, key=lambda p: p.stat().st_mtime) if candidates else None
+
+
+def find_resume_checkpoint(run_dir: Path, log_root: Path, run_id: str) -> Path | None:
+    """`last.ckpt` of this run dir (a resumed or requeued job) or of the newest other unfinished
+    run with the same id (a sweep job restarted by hand); None when there is nothing to resume."""
+    own = run_dir / CHECKPOINT_DIR / "last.ckpt"
+    if own.is_file():
+        return own
+    other = find_unfinished_run(log_root, run_id, exclude=run_dir)
+    return other / CHECKPOINT_DIR / "last.ckpt" if other else None

@@ -15,6 +15,7 @@ from typing import Any
 
 from hydra.utils import instantiate
 from lightning.pytorch.loggers import Logger, WandbLogger
+from lightning.pytorch.utilities import rank_zero_only
 
 
 def _new_wandb_id() -> str:
@@ -42,7 +43,10 @@ def build_loggers(
 
 def log_provenance(loggers: list[Logger], config: dict[str, Any], extra: dict[str, Any]) -> None:
     """Resolved config at the top level (so W&B can filter on `optimizer.lr`) plus overrides,
-    git state and versions; the other loggers get the same as hyperparameters."""
+    git state and versions; the other loggers get the same as hyperparameters. Rank zero only:
+    on other ranks Lightning hands out a dummy experiment."""
+    if rank_zero_only.rank != 0:
+        return
     for logger in loggers:
         if isinstance(logger, WandbLogger):
             logger.experiment.config.update({**config, **extra}, allow_val_change=True)
@@ -53,6 +57,8 @@ def log_provenance(loggers: list[Logger], config: dict[str, Any], extra: dict[st
 def finish_loggers(loggers: list[Logger], exit_code: int, summary: dict[str, Any]) -> None:
     """Close every logger; a W&B run gets `summary` (e.g. the best checkpoint's metrics) and is
     marked failed when `exit_code` is non-zero."""
+    if rank_zero_only.rank != 0:
+        return
     for logger in loggers:
         if isinstance(logger, WandbLogger):
             if logger._experiment is not None:  # noqa: SLF001 - only finish a run that started

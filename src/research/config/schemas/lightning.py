@@ -78,6 +78,7 @@ class ModelCheckpoint(Schema):
     every_n_epochs: int | None = spec(None, ge=0)
     every_n_train_steps: int | None = spec(None, ge=0)
     save_weights_only: bool = False
+    save_on_train_epoch_end: bool | None = None
     verbose: bool = False
 
 

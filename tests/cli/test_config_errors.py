@@ -1,0 +1,63 @@
+"""A config mistake exits with status 2 and one line, before torch is imported or a run starts."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.cli.conftest import cli_env, run_cli
+
+CASES = [
+    (["model=cnnn"], "model=cnnn: no such config in conf/model/; choose one of: cnn"),
+    (["optimizer.lr=-1"], "optimizer.lr=-1.0 is out of range; it must be >= 0.0"),
+    (["trainer.max_epochs=abc"], "trainer.max_epochs='abc' must be int or null"),
+    (["-m", "optimizer.lr=0.1,0.01,-5"], "optimizer.lr=-5.0 is out of range"),
+    (["optimizer.lrr=0.1"], "optimizer.lrr"),
+]
+
+
+@pytest.mark.parametrize(("args", "expected"), CASES)
+def test_config_error_is_one_line_and_exit_2(workdir: Path, args: list[str], expected: str):
+    done = run_cli("research-train", *args, cwd=workdir, timeout=60)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("research-train: error: ")
+    assert expected in lines[0]
+    assert not (workdir / "logs").exists(), "a rejected command must not create a run dir"
+
+
+PROBE = """
+import sys
+from research.cli import run, _train_task
+try:
+    code = run("research-train", "train", _train_task, {args!r})
+except SystemExit as exit:  # Hydra's --help exits by itself
+    code = exit.code
+heavy = sorted(m for m in ("torch", "lightning") if m in sys.modules)
+print("HEAVY=" + ",".join(heavy), "CODE=" + str(code))
+"""
+
+
+@pytest.mark.parametrize("args", [["--help"], ["--cfg", "job"], ["model=cnnn"]])
+def test_cli_answers_without_importing_torch(workdir: Path, args: list[str]):
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE.format(args=args)],
+        cwd=workdir,
+        env=cli_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert "HEAVY= " in done.stdout, done.stdout + done.stderr
+    assert ("CODE=2" if args == ["model=cnnn"] else "CODE=0") in done.stdout
+
+
+def test_cfg_job_prints_the_composed_config(workdir: Path):
+    done = run_cli("research-train", "optimizer=sgd", "--cfg", "job", cwd=workdir, timeout=60)
+    assert done.returncode == 0
+    assert "_target_: torch.optim.SGD" in done.stdout
+    assert "_target_: research.models.cnn.CNN" in done.stdout

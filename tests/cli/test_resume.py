@@ -1,0 +1,74 @@
+"""A run killed with SIGKILL mid-epoch and resumed ends exactly where an uninterrupted one does."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from tests.cli.conftest import BIN, cli_env, metrics, run_cli, run_dirs
+
+# Small batches give ~180 steps per epoch, so the kill lands inside an epoch.
+ARGS = [
+    "trainer.max_epochs=4",
+    "data.batch_size=8",
+    "trainer.deterministic=true",
+    "trainer.enable_progress_bar=false",
+    "trainer.enable_model_summary=false",
+    "logger=none",
+]
+
+
+def _kill_during_third_epoch(workdir: Path) -> Path:
+    proc = subprocess.Popen(
+        [str(BIN / "research-train"), *ARGS],
+        cwd=workdir,
+        env=cli_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline:
+        runs = run_dirs(workdir)
+        history = runs[0] / "history.jsonl" if runs else None
+        if history and history.exists() and len(history.read_text().splitlines()) >= 2:
+            time.sleep(0.2)
+            proc.send_signal(signal.SIGKILL)
+            break
+        time.sleep(0.02)
+    proc.wait(timeout=30)
+    assert proc.returncode == -signal.SIGKILL
+    (killed,) = run_dirs(workdir)
+    return killed
+
+
+def test_resume_after_sigkill_matches_uninterrupted_run(workdir: Path):
+    killed = _kill_during_third_epoch(workdir)
+    assert not (killed / "metrics.json").exists()
+    assert len((killed / "history.jsonl").read_text().splitlines()) < 4
+
+    resumed = run_cli("research-train", *ARGS, "ckpt_path=last", cwd=workdir)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    straight = run_cli("research-train", *ARGS, cwd=workdir)
+    assert straight.returncode == 0, straight.stderr[-2000:]
+
+    resumed_dir, straight_dir = run_dirs(workdir)
+    assert resumed_dir == killed, "ckpt_path=last continues in the killed run's own dir"
+    r, s = metrics(resumed_dir), metrics(straight_dir)
+    assert r["resumed_from"] == str(killed / "checkpoints" / "last.ckpt")
+    assert r["run_id"] == s["run_id"]
+    assert r["final"] == s["final"]
+    assert r["best"] == s["best"]
+    assert (resumed_dir / "history.jsonl").read_text() == (
+        straight_dir / "history.jsonl"
+    ).read_text()
+
+
+def test_resume_without_an_unfinished_run_is_a_clear_error(workdir: Path):
+    done = run_cli("research-train", *ARGS, "ckpt_path=last", cwd=workdir)
+    assert done.returncode == 1
+    assert "ckpt_path=last: no unfinished run with run id" in done.stderr
+    missing = run_cli("research-train", *ARGS, "ckpt_path=/nope/last.ckpt", cwd=workdir)
+    assert missing.returncode == 1
+    assert "checkpoint /nope/last.ckpt does not exist" in missing.stderr

@@ -1,0 +1,60 @@
+"""A real training run on digits: the run dir, metrics.json, history, checkpoints, W&B ids."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import torch
+
+from tests.cli.conftest import BIN, FAST, cli_env, metrics, run_cli, run_dirs
+
+
+def test_run_dir_holds_config_checkpoints_metrics_and_history(workdir: Path):
+    done = run_cli("research-train", *FAST, "optimizer.lr=0.003", cwd=workdir)
+    assert done.returncode == 0, done.stderr[-2000:]
+    (run,) = run_dirs(workdir)
+    assert "optimizer.lr-0.003" in run.name
+    assert (run / ".hydra" / "config.yaml").is_file()
+    assert (run / "checkpoints" / "last.ckpt").is_file()
+    assert (run / "checkpoints" / "best.ckpt").is_file()
+    m = metrics(run)
+    assert m["status"] == "completed" and m["error"] is None
+    assert m["seed"] == 0 and m["run_id"] == f"{m['config_hash']}-s0"
+    assert "optimizer.lr=0.003" in m["overrides"]
+    assert m["config"]["optimizer"]["lr"] == 0.003
+    assert m["monitor"] == "val/acc" and m["mode"] == "max"
+    assert m["best"]["checkpoint"] == "checkpoints/best.ckpt"
+    assert 0.0 <= m["best"]["test/acc"] <= 1.0 and "val/acc" in m["best"]
+    assert m["git"].keys() == {"commit", "dirty"}
+    assert m["versions"]["torch"] == torch.__version__.split("+")[0]
+    history = (run / "history.jsonl").read_text().splitlines()
+    assert len(history) == 2  # debug=limit trains two epochs
+    checkpoint = torch.load(run / "checkpoints" / "last.ckpt", weights_only=True)
+    assert checkpoint["research"]["wandb_run_id"] == m["wandb"]["run_id"]
+    assert checkpoint["research"]["run_id"] == m["run_id"]
+    assert m["wandb"]["mode"] == "offline"
+
+
+def test_two_runs_started_together_get_distinct_dirs(workdir: Path):
+    args = [str(BIN / "research-train"), "debug=fdr", "logger=none"]
+    procs = [
+        subprocess.Popen(args, cwd=workdir, env=cli_env(), stdout=subprocess.DEVNULL)
+        for _ in range(2)
+    ]
+    assert [p.wait(timeout=300) for p in procs] == [0, 0]
+    runs = run_dirs(workdir)
+    assert len(runs) == 2 and runs[0].name != runs[1].name
+    assert all(metrics(r)["status"] == "completed" for r in runs)
+
+
+def test_diverging_run_stops_with_status_diverged(workdir: Path):
+    done = run_cli(
+        "research-train", *FAST, "logger=none", "optimizer=sgd", "optimizer.lr=1e30", cwd=workdir
+    )
+    assert done.returncode == 1
+    (run,) = run_dirs(workdir)
+    m = metrics(run)
+    assert m["status"] == "diverged"
+    assert "train/loss became" in m["error"]
+    assert "research-train: diverged: " in done.stderr
