@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import time
 from pathlib import Path
 from typing import Any
 
@@ -88,6 +89,7 @@ class EpochHistory(L.Callback):
         self.ended_epoch = -1  # the last epoch whose training part has finished
 
     def on_fit_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        self.start = time.perf_counter()
         if trainer.is_global_zero:
             self.path.write_text("".join(json.dumps(r) + "\n" for r in self.rows))
 
@@ -96,8 +98,14 @@ class EpochHistory(L.Callback):
             return
         if self.rows and self.rows[-1].get("epoch", -1) >= epoch:
             return
-        row: dict[str, Any] = {"epoch": epoch, "step": trainer.global_step}
-        for name, value in trainer.callback_metrics.items():
+        row: dict[str, Any] = {
+            "epoch": epoch,
+            "step": trainer.global_step,
+            "time_s": round(time.perf_counter() - self.start, 4),  # since this fit started
+        }
+        # An epoch aggregate (`x_epoch`) wins over the last step value logged as `x`.
+        metrics = sorted(trainer.callback_metrics.items(), key=lambda kv: kv[0].endswith("_epoch"))
+        for name, value in metrics:
             number = _scalar(value)
             if number is not None and not name.endswith("_step"):
                 row[name.removesuffix("_epoch")] = number
