@@ -15,7 +15,7 @@ from lightning.pytorch.loggers import Logger
 from omegaconf import DictConfig
 
 from research.callbacks import DivergenceGuard, EpochHistory, EpochSeed, RunIdentity
-from research.checkpoints import checkpoint_meta, resolve_resume
+from research.checkpoints import CheckpointError, checkpoint_meta, resolve_resume
 from research.job import run_job
 from research.tracking.record import RunRecord
 from research.tracking.run_dir import CHECKPOINT_DIR
@@ -56,10 +56,14 @@ def _best_metrics(
 def _fit(cfg: DictConfig, config: dict[str, Any], record: RunRecord, loggers: list[Logger]) -> Any:
     run_dir = record.run_dir
     L.seed_everything(config["seed"], workers=True, verbose=False)
-    resume = resolve_resume(
-        config.get("ckpt_path"), run_dir, Path(config["paths"]["log_dir"]), record.run_id
-    )
-    meta = checkpoint_meta(resume) if resume else {}
+    resume, meta, resume_error = None, {}, None
+    try:
+        resume = resolve_resume(
+            config.get("ckpt_path"), run_dir, Path(config["paths"]["log_dir"]), record.run_id
+        )
+        meta = checkpoint_meta(resume) if resume else {}
+    except CheckpointError as err:
+        resume_error = err  # raised once the W&B run exists, so that run is marked failed
     # Loggers first: a job that fails while building its data or model still gets a W&B run,
     # marked failed.
     built, wandb_id = build_loggers(config.get("logger"), run_dir, meta.get("wandb_run_id"))
@@ -69,6 +73,8 @@ def _fit(cfg: DictConfig, config: dict[str, Any], record: RunRecord, loggers: li
         wandb={"run_id": wandb_id, **_wandb_settings(config)},
     )
     log_provenance(loggers, config, record.provenance())
+    if resume_error is not None:
+        raise resume_error
     datamodule = instantiate(cfg.data)
     module = instantiate(
         cfg.model,
@@ -92,7 +98,9 @@ def _fit(cfg: DictConfig, config: dict[str, Any], record: RunRecord, loggers: li
     if config.get("train", True):
         trainer.fit(module, datamodule=datamodule, ckpt_path=str(resume) if resume else None)
     best = _best_metrics(history.rows, checkpoint, run_dir)
-    final = {k: v for k, v in (history.rows[-1] if history.rows else {}).items()}
+    final = dict(history.rows[-1]) if history.rows else {}
+    for row in (best, final):
+        row.pop("time_s", None)  # wall clock, not a result
     if config.get("test", True):
         has_best = checkpoint is not None and bool(checkpoint.best_model_path)
         ckpt = "best" if has_best else None

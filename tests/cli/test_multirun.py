@@ -1,0 +1,70 @@
+"""Multirun: one W&B run per job, failures recorded and counted, the sweep's exit code says so."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.cli.conftest import FAST, metrics, run_cli
+
+
+def sweep_jobs(root: Path) -> tuple[Path, list[Path]]:
+    (sweep,) = (root / "logs" / "train" / "multiruns").glob("*")
+    return sweep, sorted((p.parent for p in sweep.glob("*/.hydra")), key=lambda p: int(p.name[0]))
+
+
+@pytest.fixture(scope="module")
+def mixed_sweep(tmp_path_factory: pytest.TempPathFactory) -> tuple[object, Path]:
+    root = tmp_path_factory.mktemp("sweep")
+    done = run_cli(
+        "research-train",
+        "-m",
+        *FAST,
+        "optimizer=sgd",
+        "optimizer.lr=0.01,1e30",
+        "ckpt_path=null,/nope/last.ckpt",
+        cwd=root,
+        timeout=600,
+    )
+    return done, root
+
+
+def test_failed_jobs_set_the_exit_code_and_the_summary(mixed_sweep):
+    done, root = mixed_sweep
+    assert done.returncode == 1, done.stderr[-2000:]
+    sweep, jobs = sweep_jobs(root)
+    statuses = [metrics(job)["status"] for job in jobs]
+    # Hydra varies the last override fastest: (0.01, null), (0.01, /nope), (1e30, null), ...
+    assert statuses == ["completed", "failed", "diverged", "failed"]
+    summary = json.loads((sweep / "sweep_summary.json").read_text())
+    assert (summary["jobs"], summary["completed"], summary["failed"], summary["diverged"]) == (
+        4,
+        1,
+        2,
+        1,
+    )
+    assert "sweep: 1/4 jobs completed, 2 failed, 1 diverged" in done.stdout
+    assert "checkpoint /nope/last.ckpt does not exist" in metrics(jobs[1])["error"]
+
+
+def test_every_job_has_its_own_wandb_run(mixed_sweep):
+    _, root = mixed_sweep
+    _, jobs = sweep_jobs(root)
+    ids = [metrics(job)["wandb"]["run_id"] for job in jobs]
+    assert len(set(ids)) == 4
+    for job, run_id in zip(jobs, ids, strict=True):
+        (offline,) = (job / "wandb").glob("offline-run-*")
+        assert offline.name.endswith(run_id)
+
+
+def test_seed_zero_is_a_real_seed(tmp_path: Path):
+    done = run_cli("research-train", "-m", *FAST, "logger=none", "seed=0,1,0", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    _, jobs = sweep_jobs(tmp_path)
+    first, other, again = (metrics(job) for job in jobs)
+    assert first["seed"] == 0 and again["seed"] == 0
+    assert first["final"] == again["final"]
+    assert first["final"] != other["final"]
+    assert first["run_id"] == again["run_id"] != other["run_id"]
