@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from research.tracking.wandb_reader import read_offline_run
 from tests.cli.conftest import FAST, metrics, run_cli
 
 
@@ -55,8 +56,10 @@ def test_every_job_has_its_own_wandb_run(mixed_sweep):
     ids = [metrics(job)["wandb"]["run_id"] for job in jobs]
     assert len(set(ids)) == 4
     for job, run_id in zip(jobs, ids, strict=True):
-        (offline,) = (job / "wandb").glob("offline-run-*")
-        assert offline.name.endswith(run_id)
+        logged = read_offline_run(job)
+        assert logged.run_id == run_id
+        assert logged.exit_code == (0 if metrics(job)["status"] == "completed" else 1)
+        assert logged.summary["status"] == metrics(job)["status"]
 
 
 def test_seed_zero_is_a_real_seed(tmp_path: Path):

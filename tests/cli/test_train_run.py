@@ -7,6 +7,7 @@ from pathlib import Path
 
 import torch
 
+from research.tracking.wandb_reader import read_offline_run
 from tests.cli.conftest import BIN, FAST, cli_env, metrics, run_cli, run_dirs
 
 
@@ -34,6 +35,23 @@ def test_run_dir_holds_config_checkpoints_metrics_and_history(workdir: Path):
     assert checkpoint["research"]["wandb_run_id"] == m["wandb"]["run_id"]
     assert checkpoint["research"]["run_id"] == m["run_id"]
     assert m["wandb"]["mode"] == "offline"
+
+    logged = read_offline_run(run)  # what W&B would upload on `wandb sync`
+    assert logged.run_id == m["wandb"]["run_id"]
+    assert logged.project == "research" and logged.job_type == "train"
+    assert logged.config["optimizer"]["lr"] == 0.003
+    assert logged.config["model"]["net"]["channels"] == [32, 64]
+    assert "optimizer.lr=0.003" in logged.config["overrides"]
+    assert logged.config["git"]["commit"] == m["git"]["commit"]
+    assert logged.config["versions"]["lightning"] == m["versions"]["lightning"]
+    assert logged.config["run_id"] == m["run_id"]
+    train_losses = [row["train/loss"] for row in logged.history if "train/loss" in row]
+    val_accs = [row["val/acc"] for row in logged.history if "val/acc" in row]
+    assert train_losses and len(val_accs) == 2
+    assert val_accs[-1] == m["final"]["val/acc"]
+    assert logged.summary["status"] == "completed"
+    assert logged.summary["best/test/acc"] == m["best"]["test/acc"]
+    assert logged.exit_code == 0
 
 
 def test_two_runs_started_together_get_distinct_dirs(workdir: Path):

@@ -70,7 +70,7 @@ class ClassificationModule(L.LightningModule):
         self.train_metrics.update(logits.detach(), targets)
         self.train_loss.update(loss.detach())
         # self.log costs ~0.5 ms a call; Lightning only writes every log_every_n_steps anyway.
-        if self.global_step % self.trainer.log_every_n_steps == 0:
+        if (self.global_step + 1) % self.trainer.log_every_n_steps == 0:
             self.log("train/loss", loss.detach(), on_step=True, on_epoch=False, prog_bar=True)
         return loss
 
