@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from research.tracking.run_dir import HISTORY_FILE, read_history
+from research.utils.seeding import derive_seed
 
 
 class DivergedError(RuntimeError):
@@ -37,9 +38,7 @@ class EpochSeed(L.Callback):
     ) -> None:
         if batch_idx != 0:
             return
-        value = (self.seed * 1_000_003 + trainer.current_epoch + trainer.global_rank * 7919) % (
-            2**32
-        )
+        value = derive_seed(self.seed, trainer.current_epoch, trainer.global_rank)
         random.seed(value)
         np.random.seed(value)
         torch.manual_seed(value)

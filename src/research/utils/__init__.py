@@ -1,0 +1,1 @@
+"""Small helpers shared across parts that must not depend on each other."""
