@@ -7,7 +7,7 @@ the fifth value of a 20-job multirun fails in a second instead of after four fin
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -99,14 +99,13 @@ def _compose_one(config_name: str, overrides: list[str]) -> DictConfig:
         raise ConfigError(one_line(err)) from None
 
 
-def iter_configs(config_name: str, overrides: Sequence[str]) -> Iterator[DictConfig]:
-    """Compose the config for each concrete override list of `expand`."""
+def compose_all(config_name: str, overrides: Sequence[str]) -> list[DictConfig]:
+    """The config of each concrete override list of `expand` (Hydra is released afterwards)."""
     with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
-        for combo in expand(overrides):
-            yield _compose_one(config_name, combo)
+        return [_compose_one(config_name, combo) for combo in expand(overrides)]
 
 
 def check_command_line(config_name: str, overrides: Sequence[str]) -> list[dict[str, Any]]:
     """Raise ConfigError (one line) if any job of this command line would get a bad config;
     return the resolved configs that were checked (the first is the first job's)."""
-    return [validate(cfg, entry=config_name) for cfg in iter_configs(config_name, overrides)]
+    return [validate(cfg, entry=config_name) for cfg in compose_all(config_name, overrides)]
