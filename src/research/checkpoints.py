@@ -7,7 +7,7 @@ from typing import Any
 
 import torch
 
-from research.tracking.run_dir import find_resume_checkpoint
+from research.tracking.run_dir import CHECKPOINT_DIR, find_resume_checkpoint
 
 
 class CheckpointError(ValueError):
@@ -41,9 +41,12 @@ def checkpoint_meta(path: Path) -> dict[str, Any]:
 def resolve_resume(
     ckpt_path: str | None, run_dir: Path, log_root: Path, run_id: str
 ) -> Path | None:
-    """`ckpt_path=last` finds this config's unfinished run; a path must exist; null is none."""
+    """`ckpt_path=last` finds this config's unfinished run; a path must exist. With null, a
+    run dir that already holds `last.ckpt` is a requeued job (SLURM preemption through
+    submitit, same output dir) and continues from it; a new run dir never has one."""
     if ckpt_path is None:
-        return None
+        own = run_dir / CHECKPOINT_DIR / "last.ckpt"
+        return own if own.is_file() else None
     if ckpt_path == "last":
         found = find_resume_checkpoint(run_dir, log_root, run_id)
         if found is None:

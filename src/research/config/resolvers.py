@@ -26,9 +26,16 @@ def run_suffix(override_dirname: str) -> str:
     return "_" + safe
 
 
+def coalesce(*values: object) -> object:
+    """The first value that is not null (e.g. an ablation variant, else the task name)."""
+    return next((v for v in values if v is not None), None)
+
+
 def register_resolvers() -> None:
     """Idempotent: entry points and tests may both call it."""
     if not OmegaConf.has_resolver("run_suffix"):
         OmegaConf.register_new_resolver("run_suffix", run_suffix)
     if not OmegaConf.has_resolver("research_cwd"):
         OmegaConf.register_new_resolver("research_cwd", os.getcwd)
+    if not OmegaConf.has_resolver("coalesce"):
+        OmegaConf.register_new_resolver("coalesce", coalesce)

@@ -11,13 +11,41 @@ import json
 from typing import Any
 
 # Top-level keys that do not change what is computed.
-_NOT_IDENTITY = ("seed", "ckpt_path", "paths", "logger", "tags", "task_name", "hydra", "variant")
+_NOT_IDENTITY = (
+    "seed",
+    "ckpt_path",
+    "paths",
+    "logger",
+    "tags",
+    "task_name",
+    "hydra",
+    "variant",
+    "group",
+)
 _TRAINER_DISPLAY = ("enable_progress_bar", "enable_model_summary", "log_every_n_steps")
 
 
+def _without_run_seed(node: Any, seed: Any) -> Any:
+    """Drop nested `seed` keys that just repeat the run's seed (e.g. `data.seed: ${seed}`), so
+    all seeds of one variant share a config hash."""
+    if isinstance(node, dict):
+        return {
+            k: _without_run_seed(v, seed)
+            for k, v in node.items()
+            if not (k == "seed" and v == seed)
+        }
+    if isinstance(node, list):
+        return [_without_run_seed(v, seed) for v in node]
+    return node
+
+
 def config_hash(resolved: dict[str, Any]) -> str:
-    """12 hex digits over the resolved config minus bookkeeping keys."""
-    content = {k: v for k, v in resolved.items() if k not in _NOT_IDENTITY}
+    """12 hex digits over the resolved config minus bookkeeping keys and the run seed."""
+    content = {
+        k: _without_run_seed(v, resolved.get("seed"))
+        for k, v in resolved.items()
+        if k not in _NOT_IDENTITY
+    }
     if isinstance(content.get("trainer"), dict):
         content["trainer"] = {
             k: v for k, v in content["trainer"].items() if k not in _TRAINER_DISPLAY

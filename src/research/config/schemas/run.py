@@ -13,6 +13,8 @@ class TrainRun(Schema):
     task_name: str = "train"
     seed: int = spec(0, ge=0)
     tags: list[str] = spec([])
+    group: str | None = None
+    variant: str | None = None
     experiment: str | None = None
     train: bool = True
     test: bool = True
