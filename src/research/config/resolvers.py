@@ -31,11 +31,18 @@ def coalesce(*values: object) -> object:
     return next((v for v in values if v is not None), None)
 
 
+def optuna_direction(mode: str) -> str:
+    """A checkpoint monitor's mode as Optuna's study direction."""
+    return {"max": "maximize", "min": "minimize"}[mode]
+
+
 def register_resolvers() -> None:
     """Idempotent: entry points and tests may both call it."""
     if not OmegaConf.has_resolver("run_suffix"):
         OmegaConf.register_new_resolver("run_suffix", run_suffix)
     if not OmegaConf.has_resolver("research_cwd"):
         OmegaConf.register_new_resolver("research_cwd", os.getcwd)
+    if not OmegaConf.has_resolver("optuna_direction"):
+        OmegaConf.register_new_resolver("optuna_direction", optuna_direction)
     if not OmegaConf.has_resolver("coalesce"):
         OmegaConf.register_new_resolver("coalesce", coalesce)
