@@ -23,12 +23,12 @@ def cli_env() -> dict[str, str]:
 
 
 def run_cli(
-    prog: str, *args: str, cwd: Path, timeout: float = 300
+    prog: str, *args: str, cwd: Path, timeout: float = 300, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [str(BIN / prog), *args],
         cwd=cwd,
-        env=cli_env(),
+        env={**cli_env(), **(env or {})},
         capture_output=True,
         text=True,
         timeout=timeout,

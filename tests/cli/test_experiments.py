@@ -1,0 +1,40 @@
+"""Every experiment config runs end to end with ++trainer.fast_dev_run=true."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.cli.conftest import metrics, run_cli, run_dirs
+from tests.helpers.image_files import write_cifar10, write_mnist
+
+EXPERIMENTS = sorted(
+    p.stem for p in (Path(__file__).parents[2] / "conf" / "experiment").glob("*.yaml")
+)
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Tiny files in the official formats for the experiments that use torchvision datasets."""
+    root = tmp_path_factory.mktemp("data")
+    write_mnist(root, "MNIST")
+    write_mnist(root, "FashionMNIST")
+    write_cifar10(root)
+    return root
+
+
+@pytest.mark.parametrize("experiment", EXPERIMENTS)
+def test_experiment_smoke(experiment: str, workdir: Path, data_dir: Path):
+    done = run_cli(
+        "research-train",
+        f"experiment={experiment}",
+        "++trainer.fast_dev_run=true",
+        "logger=none",
+        cwd=workdir,
+        env={"RESEARCH_DATA_DIR": str(data_dir)},
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    (run,) = run_dirs(workdir)
+    m = metrics(run)
+    assert m["status"] == "completed" and m["experiment"] == experiment
