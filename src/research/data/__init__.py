@@ -1,0 +1,1 @@
+"""LightningDataModules and dataset builders; they know nothing of the models trained on them."""

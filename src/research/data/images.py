@@ -1,0 +1,118 @@
+"""The shared part of every image-classification datamodule: split, normalise, batch.
+
+Subclasses only say how to load the raw images; the train/val/test split, the normalisation
+statistics (taken from the train split alone, so nothing leaks from val/test) and the loaders are
+the same for every dataset, which keeps results comparable across datasets.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import lightning as L
+import torch
+from sklearn.model_selection import train_test_split
+from torch.utils.data import DataLoader, TensorDataset
+
+from research.data.samplers import EpochSeededSampler
+
+
+@dataclass
+class ImageArrays:
+    """Raw images as float tensors in [0, 1], NCHW, and long labels; `test` is None when the
+    dataset has no official test split (one is then carved out of `train`)."""
+
+    train_x: torch.Tensor
+    train_y: torch.Tensor
+    test_x: torch.Tensor | None = None
+    test_y: torch.Tensor | None = None
+
+
+class ImageDataModule(L.LightningDataModule):
+    """Stratified, seeded train/val/test splits of an in-memory image dataset."""
+
+    def __init__(
+        self,
+        data_dir: str = "data",
+        batch_size: int = 64,
+        num_workers: int = 0,
+        seed: int = 0,
+        val_fraction: float = 0.1,
+        test_fraction: float = 0.1,
+        normalize: bool = True,
+        download: bool = False,
+        pin_memory: bool = False,
+        num_classes: int = 10,
+        in_channels: int = 1,
+        image_size: int = 8,
+    ) -> None:
+        super().__init__()
+        self.data_dir = data_dir
+        self.batch_size = batch_size
+        self.num_workers = num_workers
+        self.seed = seed
+        self.val_fraction = val_fraction
+        self.test_fraction = test_fraction
+        self.normalize = normalize
+        self.download = download
+        self.pin_memory = pin_memory
+        self.num_classes = num_classes
+        self.in_channels = in_channels
+        self.image_size = image_size
+        self.splits: dict[str, TensorDataset] = {}
+
+    def load(self) -> ImageArrays:
+        """Read the raw dataset; subclasses implement it."""
+        raise NotImplementedError
+
+    def setup(self, stage: str | None = None) -> None:
+        if self.splits:
+            return
+        arrays = self.load()
+        x, y = arrays.train_x, arrays.train_y
+        indices = torch.arange(len(y))
+        if arrays.test_x is None or arrays.test_y is None:
+            indices, test_idx = self._split(indices, y, self.test_fraction)
+            test_x, test_y = x[test_idx], y[test_idx]
+        else:
+            test_x, test_y = arrays.test_x, arrays.test_y
+        train_idx, val_idx = self._split(indices, y[indices], self.val_fraction)
+        train_x, val_x = x[train_idx], x[val_idx]
+        if self.normalize:
+            mean = train_x.mean(dim=(0, 2, 3), keepdim=True)
+            std = train_x.std(dim=(0, 2, 3), keepdim=True).clamp_min(1e-6)
+            train_x, val_x, test_x = ((t - mean) / std for t in (train_x, val_x, test_x))
+        self.splits = {
+            "train": TensorDataset(train_x, y[train_idx]),
+            "val": TensorDataset(val_x, y[val_idx]),
+            "test": TensorDataset(test_x, test_y),
+        }
+
+    def _split(
+        self, indices: torch.Tensor, labels: torch.Tensor, fraction: float
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        keep, held_out = train_test_split(
+            indices.numpy(), test_size=fraction, random_state=self.seed, stratify=labels.numpy()
+        )
+        return torch.as_tensor(keep), torch.as_tensor(held_out)
+
+    def _loader(self, split: str) -> DataLoader:
+        dataset = self.splits[split]
+        sampler = EpochSeededSampler(len(dataset), self.seed) if split == "train" else None
+        return DataLoader(
+            dataset,
+            batch_size=self.batch_size,
+            sampler=sampler,
+            num_workers=self.num_workers,
+            pin_memory=self.pin_memory,
+            persistent_workers=self.num_workers > 0,
+        )
+
+    def train_dataloader(self) -> DataLoader:
+        return self._loader("train")
+
+    def val_dataloader(self) -> DataLoader:
+        return self._loader("val")
+
+    def test_dataloader(self) -> DataLoader:
+        return self._loader("test")
