@@ -1,9 +1,7 @@
-"""`research-report`: the table and plots of a multirun, an ablation or any folder of runs.
+"""`research-report`: a table (mean ± std over seeds) and plots of a multirun, an ablation or any
+folder of run dirs, from the files the runs left on disk.
 
-    research-report <ablation name | folder> [--out DIR] [--metric M ...]
-
-A name that is not a folder is looked up as `logs/ablations/<name>/` under the current
-directory (or $RESEARCH_LOG_DIR/ablations/<name>/). Exit status 2 on a bad source or metric.
+Imports neither torch nor lightning, so it starts in about a second.
 """
 
 from __future__ import annotations
@@ -13,45 +11,149 @@ import os
 import sys
 from pathlib import Path
 
+import yaml
 
-def resolve_source(source: str) -> Path:
-    """A folder as given, else the ablation of that name under the log dir."""
-    path = Path(source)
+from research.reports import ReportError, build_report
+
+_SOURCE_HELP = (
+    "a folder holding run dirs at any depth (a multirun dir logs/<task>/multiruns/<time>/, an "
+    "ablation folder, logs/ itself), or an ablation name: a name that is not an existing path "
+    "means the folder <log dir>/ablations/<name>/, where <log dir> is $RESEARCH_LOG_DIR, else "
+    "$RESEARCH_ROOT/logs, else logs/ under the current directory. All the ablation's sweep "
+    "folders are read; a run re-run by a later research-ablate counts once, as its newest "
+    "completed attempt. The ablation's `metrics` in conf/ablation/<name>.yaml are the default "
+    "--metric."
+)
+
+
+def _log_dir() -> Path:
+    """Where runs log, by the same rule as conf/paths/default.yaml."""
+    if os.environ.get("RESEARCH_LOG_DIR"):
+        return Path(os.environ["RESEARCH_LOG_DIR"])
+    return Path(os.environ.get("RESEARCH_ROOT") or ".") / "logs"
+
+
+def resolve_source(text: str) -> tuple[Path, str | None]:
+    """The folder to read, and the ablation name when `text` named one."""
+    path = Path(text)
     if path.is_dir():
-        return path
-    log_dir = Path(os.environ.get("RESEARCH_LOG_DIR", "logs"))
-    ablation = log_dir / "ablations" / source
+        return path, None
+    if path.exists():
+        raise ReportError(f"{text} is a file; pass a folder of run dirs or an ablation name")
+    ablation = _log_dir() / "ablations" / text
     if ablation.is_dir():
-        return ablation
-    raise FileNotFoundError(f"{source} is neither a folder nor an ablation in {ablation.parent}/")
+        return ablation, text
+    raise ReportError(
+        f"source {text!r} not found: no folder {path.absolute()} and no ablation folder "
+        f"{ablation.absolute()}"
+    )
+
+
+def _ablation_metrics(name: str) -> list[str] | None:
+    """The report metrics an ablation file lists, if any."""
+    from research.config.compose import config_dir
+
+    path = config_dir() / "ablation" / f"{name}.yaml"
+    spec = yaml.safe_load(path.read_text()) if path.is_file() else None
+    metrics = spec.get("metrics") if isinstance(spec, dict) else None
+    return [str(m) for m in metrics] if metrics else None
+
+
+def _direction(text: str) -> tuple[str, str]:
+    metric, _, way = text.rpartition("=")
+    if not metric:
+        raise argparse.ArgumentTypeError(f"{text!r} is not METRIC=max or METRIC=min")
+    return metric, way
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="research-report",
+        description="Aggregate run dirs per variant over seeds: report.md (table + plots), "
+        "report.csv, runs.csv and PNG plots; the table is printed. Exit status 0 on success, "
+        "2 on a bad source, metric or option, 1 when --wandb could not log.",
+    )
+    parser.add_argument("source", help=_SOURCE_HELP)
+    parser.add_argument(
+        "--out", type=Path, metavar="DIR", help="output folder (default: <source>/report/)"
+    )
+    parser.add_argument(
+        "--metric",
+        nargs="+",
+        action="extend",
+        metavar="M",
+        help="table columns, e.g. final.test/acc best.val/loss (a bare test/acc means "
+        "final.test/acc); default: every final.test/* metric plus best.<monitored metric>",
+    )
+    parser.add_argument(
+        "--direction",
+        type=_direction,
+        action="append",
+        default=[],
+        metavar="M=max|min",
+        help="which way a metric is better, where neither its name (acc, ndcg, mrr, recall, "
+        "f1: max; loss, perplexity, ppl, error: min) nor the runs' checkpoint mode tells",
+    )
+    parser.add_argument(
+        "--band",
+        choices=("std", "minmax"),
+        default="std",
+        help="the learning curves' band: ±1 std (default) or min-max over seeds",
+    )
+    parser.add_argument(
+        "--x", choices=("epoch", "step"), default="epoch", help="learning curves' x axis"
+    )
+    parser.add_argument(
+        "--wandb",
+        action="store_true",
+        help="also log the tables as a wandb.Table in a `report` run of the runs' W&B group "
+        "(online or offline as WANDB_MODE, else as the runs were logged)",
+    )
+    return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="research-report", description=__doc__.splitlines()[0])
-    parser.add_argument("source", help="ablation name, multirun dir or any folder of run dirs")
-    parser.add_argument("--out", type=Path, help="output folder (default: <source>/report)")
-    parser.add_argument(
-        "--metric",
-        action="append",
-        help="a column such as best.test/acc or final.val/loss (repeatable; default: the "
-        "monitored metric and every test metric of the best checkpoint)",
-    )
-    args = parser.parse_args(argv)
-
-    from research.reports import build_report
-    from research.reports.runs import NoRunsError
-
+    args = _parser().parse_args(argv)
     try:
-        source = resolve_source(args.source)
-        report = build_report(source, args.out or source / "report", args.metric)
-    except (FileNotFoundError, NoRunsError, KeyError) as err:
-        message = err.args[0] if isinstance(err, KeyError) else str(err)
-        print(f"research-report: error: {message}", file=sys.stderr)
+        source, ablation = resolve_source(args.source)
+        metrics = args.metric or (_ablation_metrics(ablation) if ablation else None)
+        report = build_report(
+            source,
+            args.out or source / "report",
+            metrics,
+            direction=dict(args.direction),
+            band=args.band,
+            x=args.x,
+        )
+    except ReportError as err:
+        print(f"research-report: error: {err}", file=sys.stderr)
         return 2
-    print(report.markdown)
-    print(f"wrote {', '.join(p.name for p in report.files)} to {report.files[0].parent}")
+    for note in report.warnings:
+        print(f"research-report: warning: {note}", file=sys.stderr)
+    print(report.markdown, end="")
+    plots = len(report.files) - 3
+    print(
+        f"research-report: wrote report.md, report.csv, runs.csv and {plots} plots to "
+        f"{report.out_dir}",
+        file=sys.stderr,
+    )
+    if args.wandb:
+        from research.errors import one_line
+
+        try:
+            from research.reports.wandb_table import log_report
+
+            print(log_report(report), file=sys.stderr)
+        except Exception as err:  # W&B's failures are many (network, login); the files stand.
+            print(f"research-report: error: wandb: {one_line(err)}", file=sys.stderr)
+            return 1
     return 0
 
 
 def entry() -> None:
+    """The console script pyproject.toml names (`research.report:entry`)."""
     sys.exit(main())
+
+
+if __name__ == "__main__":
+    entry()

@@ -1,35 +1,32 @@
-"""Run aggregation: many run dirs -> a table per variant (mean +- std over seeds) and plots.
+"""Run aggregation: many run dirs -> a table per variant (mean ± std over seeds) and plots.
 
-Reads only the files runs leave on disk (metrics.json, history.jsonl), so it needs no network.
+Reads only the files runs leave on disk (metrics.json, history.jsonl), so it needs no network
+and never imports torch.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from pathlib import Path
+from research.reports.build import Report, build_report
+from research.reports.errors import ReportError, RunsWarning
+from research.reports.metrics import default_metrics, directions, resolve_metric
+from research.reports.plots import curve_metrics, plot_bars, plot_curves
+from research.reports.runs import load_histories, load_runs
+from research.reports.tables import format_mean_std, summarize, to_markdown
 
-from research.reports.plots import plot_bars, plot_curves
-from research.reports.runs import load_runs
-from research.reports.tables import aggregate, default_metrics, to_markdown
-
-
-@dataclass
-class Report:
-    markdown: str
-    files: list[Path]
-
-
-def build_report(source: Path, out_dir: Path, metrics: list[str] | None = None) -> Report:
-    """Write report.md, report.csv, runs.csv and PNG plots for the runs under `source`."""
-    runs = load_runs(source)
-    chosen = metrics or default_metrics(runs)
-    table = aggregate(runs, chosen)
-    markdown = to_markdown(table, chosen, source=source)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "report.md").write_text(markdown)
-    table.to_csv(out_dir / "report.csv", index=False)
-    runs.drop(columns=["history"]).to_csv(out_dir / "runs.csv", index=False)
-    files = [out_dir / "report.md", out_dir / "report.csv", out_dir / "runs.csv"]
-    files += plot_curves(runs, out_dir)
-    files += plot_bars(table, chosen, out_dir)
-    return Report(markdown, files)
+__all__ = [
+    "Report",
+    "ReportError",
+    "RunsWarning",
+    "build_report",
+    "curve_metrics",
+    "default_metrics",
+    "directions",
+    "format_mean_std",
+    "load_histories",
+    "load_runs",
+    "plot_bars",
+    "plot_curves",
+    "resolve_metric",
+    "summarize",
+    "to_markdown",
+]

@@ -1,74 +1,206 @@
-"""Finding run dirs and loading their metrics.json into one table, one row per run."""
+"""Finding run dirs under a folder and loading each one's metrics.json into one row per run.
+
+A run that left no readable metrics.json (killed, still running, or a corrupt file) is counted
+as failed with a warning naming the file, never skipped: a table that silently drops failures
+overstates a method.
+"""
 
 from __future__ import annotations
 
 import json
+import re
 import warnings
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import yaml
 
+from research.reports.errors import ReportError, RunsWarning
 from research.tracking.run_dir import METRICS_FILE, read_history
 
-# Overrides that say where or how a run was observed, not which variant it is.
-_NOT_VARIANT = ("seed=", "ckpt_path=", "logger", "trainer.enable_", "hydra.", "paths.", "tags=")
+# Written when a run starts (tracking.run_dir.write_identity): a run dir without metrics.json.
+STARTED_FILE = ".research.json"
+STATUSES = ("completed", "failed", "diverged")
+# Overrides that say how a run is watched or launched, not what it computes (the same keys
+# tracking.identity leaves out of the config hash), so they never split a variant.
+_BOOKKEEPING_KEYS = {
+    "seed",
+    "ckpt_path",
+    "tags",
+    "group",
+    "task_name",
+    "trainer.enable_progress_bar",
+    "trainer.enable_model_summary",
+    "trainer.log_every_n_steps",
+}
+_BOOKKEEPING_GROUPS = {"hydra", "paths", "logger", "launcher"}
+_RUN_ID = re.compile(r"^(?P<hash>[0-9a-f]+)-s(?P<seed>-?\d+)$")
+_WANDB_FIELDS = ("project", "group", "mode", "run_id")
 
 
-class NoRunsError(ValueError):
-    """The source folder holds no run directories."""
+def order_variants(variants: Iterable[str]) -> list[str]:
+    """ "default" first, then by name: the order of table rows, bars and legend entries."""
+    return sorted(set(variants), key=lambda v: (v != "default", v))
 
 
 def find_run_dirs(source: Path) -> list[Path]:
-    """Folders under `source` (at any depth) that hold a metrics.json of a training run."""
-    return sorted(p.parent for p in Path(source).rglob(METRICS_FILE) if p.parent.name != "report")
+    """Folders at any depth under `source` with a metrics.json, or with the start marker of a
+    run that never wrote one."""
+    markers = [*source.rglob(METRICS_FILE), *source.rglob(STARTED_FILE)]
+    return sorted({marker.parent for marker in markers})
 
 
 def variant_of(metrics: dict[str, Any]) -> str:
-    """An ablation's variant name, else the run's overrides minus the seed and bookkeeping."""
+    """An ablation's variant name, else the run's overrides minus the seed and bookkeeping
+    overrides, sorted and joined with ","; "default" when nothing is left."""
     if metrics.get("variant"):
         return str(metrics["variant"])
-    kept = sorted(o for o in metrics.get("overrides", []) if not o.startswith(_NOT_VARIANT))
-    return ",".join(kept) or "default"
+    kept = []
+    for override in metrics.get("overrides") or []:
+        text = str(override).lstrip("+")
+        key, _, value = text.partition("=")
+        if key == "variant" and value:
+            return value
+        bare = key.lstrip("~")
+        if bare not in _BOOKKEEPING_KEYS and re.split(r"[./]", bare)[0] not in _BOOKKEEPING_GROUPS:
+            kept.append(text)
+    return ",".join(sorted(kept)) or "default"
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    return None
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _stand_in(run_dir: Path, problem: str) -> dict[str, Any]:
+    """What a run without a readable metrics.json still tells: its id from the start marker and
+    its overrides from Hydra's `.hydra/overrides.yaml`."""
+    run_id = (_read_json(run_dir / STARTED_FILE) or {}).get("run_id")
+    match = _RUN_ID.match(run_id or "")
+    try:
+        overrides = yaml.safe_load((run_dir / ".hydra" / "overrides.yaml").read_text())
+    except (OSError, yaml.YAMLError):
+        overrides = None
+    return {
+        "status": "failed",
+        "error": problem,
+        "run_id": run_id,
+        "config_hash": match["hash"] if match else None,
+        "seed": int(match["seed"]) if match else None,
+        "overrides": overrides if isinstance(overrides, list) else [],
+    }
+
+
+def _read_run(run_dir: Path) -> dict[str, Any]:
+    path = run_dir / METRICS_FILE
+    if not path.exists():
+        problem = "no metrics.json (the run was killed or is still running)"
+        metrics = None
+    else:
+        metrics = _read_json(path)
+        problem = "metrics.json is not a readable JSON object"
+    if metrics is None:
+        warnings.warn(f"{path}: {problem}; counted as a failed run", RunsWarning, stacklevel=3)
+        return _stand_in(run_dir, problem)
+    if metrics.get("status") not in STATUSES:
+        warnings.warn(
+            f"{path}: status {metrics.get('status')!r} is not one of {', '.join(STATUSES)}; "
+            "counted as a failed run",
+            RunsWarning,
+            stacklevel=3,
+        )
+        metrics = {**metrics, "status": "failed"}
+    return metrics
 
 
 def _row(run_dir: Path) -> dict[str, Any]:
-    try:
-        metrics = json.loads((run_dir / METRICS_FILE).read_text())
-    except (OSError, ValueError) as err:
-        warnings.warn(f"{run_dir / METRICS_FILE} unreadable ({err}); counted failed", stacklevel=2)
-        return {"run_dir": str(run_dir), "status": "failed", "variant": "unreadable", "seed": None}
-    row = {
-        "run_dir": str(run_dir),
-        "status": metrics.get("status", "failed"),
+    metrics = _read_run(run_dir)
+    wandb = dict(metrics["wandb"]) if isinstance(metrics.get("wandb"), dict) else {}
+    config = metrics["config"] if isinstance(metrics.get("config"), dict) else {}
+    wandb["group"] = wandb.get("group") or config.get("group")  # set even when W&B was off
+    row: dict[str, Any] = {
+        "run_dir": str(run_dir.resolve()),
         "variant": variant_of(metrics),
+        "status": metrics["status"],
         "seed": metrics.get("seed"),
         "run_id": metrics.get("run_id"),
+        "config_hash": metrics.get("config_hash"),
         "monitor": metrics.get("monitor"),
         "mode": metrics.get("mode"),
         "error": metrics.get("error"),
-        "finished_at": metrics.get("finished_at"),
-        "history": read_history(run_dir),
+        "wall_time_s": _number(metrics.get("wall_time_s")),
+        **{f"wandb.{key}": wandb.get(key) for key in _WANDB_FIELDS},
     }
-    for part in ("best", "final"):
-        for key, value in (metrics.get(part) or {}).items():
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                row[f"{part}.{key}"] = float(value)
+    for part in ("final", "best"):
+        values = metrics.get(part) if isinstance(metrics.get(part), dict) else {}
+        for name, value in values.items():
+            number = _number(value)
+            if number is not None:
+                row[f"{part}.{name}"] = number
     return row
 
 
+def _written_at(run_dir: Path) -> float:
+    for name in (METRICS_FILE, STARTED_FILE):
+        if (run_dir / name).exists():
+            return (run_dir / name).stat().st_mtime
+    return run_dir.stat().st_mtime
+
+
+def _newest_attempts(runs: pd.DataFrame) -> pd.DataFrame:
+    """One row per (variant, run id): a run re-run after a crash (an ablation re-run, a resume
+    in a new folder) counts once, as its newest completed attempt, else its newest attempt."""
+    order = pd.DataFrame(
+        {
+            "done": runs["status"] == "completed",
+            "time": [_written_at(Path(d)) for d in runs["run_dir"]],
+        }
+    ).sort_values(["done", "time"])
+    ranked = runs.loc[order.index]
+    keyed = ranked["run_id"].notna()
+    kept = ranked[keyed].drop_duplicates(["variant", "run_id"], keep="last")
+    newest = {(r["variant"], r["run_id"]): r["run_dir"] for _, r in kept.iterrows()}
+    for _, old in ranked[keyed].drop(kept.index).iterrows():
+        warnings.warn(
+            f"{old['run_dir']}: an earlier attempt of run {old['run_id']}, superseded by "
+            f"{newest[old['variant'], old['run_id']]}; left out",
+            RunsWarning,
+            stacklevel=3,
+        )
+    return pd.concat([kept, ranked[~keyed]])
+
+
 def load_runs(source: Path) -> pd.DataFrame:
-    """One row per run; a run id seen several times (a re-run, a resume) keeps its newest
-    completed attempt, or its newest attempt if none completed."""
+    """One row per run under `source`: identity columns, `final.<metric>` and `best.<metric>`."""
     source = Path(source)
     if not source.is_dir():
-        raise NoRunsError(f"{source} is not a folder")
+        raise ReportError(f"{source} is not a folder; pass a folder of run dirs")
     dirs = find_run_dirs(source)
     if not dirs:
-        raise NoRunsError(f"no run dirs (folders with {METRICS_FILE}) under {source}")
-    runs = pd.DataFrame([_row(d) for d in dirs])
-    runs["_done"] = runs["status"] == "completed"
-    runs = runs.sort_values(["_done", "finished_at"], na_position="first")
-    keyed = runs[runs["run_id"].notna()].drop_duplicates("run_id", keep="last")
-    runs = pd.concat([keyed, runs[runs["run_id"].isna()]]).drop(columns="_done")
-    return runs.sort_values(["variant", "seed"], na_position="last").reset_index(drop=True)
+        raise ReportError(
+            f"no runs under {source}: a run dir holds {METRICS_FILE} (searched at any depth)"
+        )
+    runs = _newest_attempts(pd.DataFrame([_row(d) for d in dirs]))
+    runs["seed"] = pd.array(runs["seed"], dtype="Int64")
+    return runs.sort_values(["variant", "seed", "run_dir"]).reset_index(drop=True)
+
+
+def load_histories(runs: pd.DataFrame, statuses: tuple[str, ...] = ("completed",)) -> pd.DataFrame:
+    """The history.jsonl rows of the runs with one of `statuses`, long format: one row per run
+    and epoch, with the run's `run_dir`, `variant` and `seed`."""
+    rows = []
+    chosen = runs[runs["status"].isin(statuses)]
+    for run in chosen[["run_dir", "variant", "seed"]].to_dict("records"):
+        rows += [{**run, **point} for point in read_history(Path(run["run_dir"]))]
+    return pd.DataFrame(rows, columns=None if rows else ["run_dir", "variant", "seed", "epoch"])

@@ -1,0 +1,70 @@
+"""Multi-head self-attention through `scaled_dot_product_attention` (flash / memory-efficient
+kernels where the hardware has them), with grouped-query attention and optional QK-norm."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from research.models.transformer.positions import RotaryEmbedding, rotate
+
+
+def head_dim(d_model: int, n_heads: int) -> int:
+    if d_model % n_heads:
+        raise ValueError(f"d_model={d_model} must be divisible by n_heads={n_heads}")
+    return d_model // n_heads
+
+
+class SelfAttention(nn.Module):
+    """`n_kv_heads` < `n_heads` shares each key/value head among n_heads / n_kv_heads query
+    heads (GQA; 1 = multi-query attention); `qk_norm` RMS-normalises q and k per head."""
+
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        n_kv_heads: int | None = None,
+        dropout: float = 0.0,
+        bias: bool = True,
+        qk_norm: bool = False,
+        rotary: RotaryEmbedding | None = None,
+    ) -> None:
+        super().__init__()
+        n_kv_heads = n_kv_heads or n_heads
+        if n_heads % n_kv_heads:
+            raise ValueError(f"n_heads={n_heads} must be divisible by n_kv_heads={n_kv_heads}")
+        self.n_heads, self.n_kv_heads = n_heads, n_kv_heads
+        self.head_dim = head_dim(d_model, n_heads)
+        self.q = nn.Linear(d_model, d_model, bias=bias)
+        self.k = nn.Linear(d_model, n_kv_heads * self.head_dim, bias=bias)
+        self.v = nn.Linear(d_model, n_kv_heads * self.head_dim, bias=bias)
+        self.out = nn.Linear(d_model, d_model, bias=bias)
+        self.q_norm = nn.RMSNorm(self.head_dim) if qk_norm else nn.Identity()
+        self.k_norm = nn.RMSNorm(self.head_dim) if qk_norm else nn.Identity()
+        self.dropout = dropout
+        self.rotary = rotary
+
+    def _heads(self, x: torch.Tensor, heads: int) -> torch.Tensor:
+        batch, length, _ = x.shape
+        return x.view(batch, length, heads, self.head_dim).transpose(1, 2)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        """x: (B, T, d_model); mask: (B, T) bool, True at real tokens."""
+        q = self.q_norm(self._heads(self.q(x), self.n_heads))
+        k = self.k_norm(self._heads(self.k(x), self.n_kv_heads))
+        v = self._heads(self.v(x), self.n_kv_heads)
+        if self.rotary is not None:
+            cos, sin = self.rotary.tables(x.shape[1], x.device)
+            q, k = rotate(q, cos, sin), rotate(k, cos, sin)
+        if self.n_kv_heads != self.n_heads:
+            repeat = self.n_heads // self.n_kv_heads
+            k, v = k.repeat_interleave(repeat, dim=1), v.repeat_interleave(repeat, dim=1)
+        attn_mask = mask[:, None, None, :] if mask is not None else None
+        y = F.scaled_dot_product_attention(
+            q, k, v, attn_mask=attn_mask, dropout_p=self.dropout if self.training else 0.0
+        )
+        return self.out(y.transpose(1, 2).reshape(x.shape))
+
+    def extra_repr(self) -> str:
+        return f"n_heads={self.n_heads}, n_kv_heads={self.n_kv_heads}, head_dim={self.head_dim}"

@@ -1,0 +1,63 @@
+"""One encoder block, post-norm (Vaswani et al. 2017) or pre-norm (Xiong et al. 2020)."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from research.models.transformer.attention import SelfAttention
+
+NORMS = ("post", "pre")
+NORM_TYPES = ("layernorm", "rmsnorm")
+ACTIVATIONS = {"relu": nn.ReLU, "gelu": nn.GELU}
+
+
+def check_choice(name: str, value: str, choices: tuple[str, ...] | dict) -> None:
+    if value not in choices:
+        raise ValueError(f"{name}={value!r} is not valid; choose one of: {', '.join(choices)}")
+
+
+def make_norm(norm_type: str, d_model: int) -> nn.Module:
+    check_choice("norm_type", norm_type, NORM_TYPES)
+    return nn.LayerNorm(d_model) if norm_type == "layernorm" else nn.RMSNorm(d_model)
+
+
+class EncoderBlock(nn.Module):
+    """post: x = N(x + Drop(Attn(x))); x = N(x + Drop(FFN(x))).
+    pre:  x = x + Drop(Attn(N(x)));  x = x + Drop(FFN(N(x))) (the encoder adds a final N).
+    Parameter names mirror torch.nn.TransformerEncoderLayer's (linear1/2, norm1/2)."""
+
+    def __init__(
+        self,
+        attention: SelfAttention,
+        d_model: int,
+        d_ff: int,
+        dropout: float = 0.0,
+        norm: str = "pre",
+        norm_type: str = "layernorm",
+        activation: str = "gelu",
+        bias: bool = True,
+    ) -> None:
+        super().__init__()
+        check_choice("norm", norm, NORMS)
+        check_choice("activation", activation, ACTIVATIONS)
+        self.norm_position = norm
+        self.attention = attention
+        self.linear1 = nn.Linear(d_model, d_ff, bias=bias)
+        self.activation = ACTIVATIONS[activation]()
+        self.linear2 = nn.Linear(d_ff, d_model, bias=bias)
+        self.norm1, self.norm2 = make_norm(norm_type, d_model), make_norm(norm_type, d_model)
+        self.dropout = nn.Dropout(dropout)
+
+    def _ffn(self, x: torch.Tensor) -> torch.Tensor:
+        return self.linear2(self.dropout(self.activation(self.linear1(x))))
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        if self.norm_position == "post":
+            x = self.norm1(x + self.dropout(self.attention(x, mask)))
+            return self.norm2(x + self.dropout(self._ffn(x)))
+        x = x + self.dropout(self.attention(self.norm1(x), mask))
+        return x + self.dropout(self._ffn(self.norm2(x)))
+
+    def extra_repr(self) -> str:
+        return f"norm={self.norm_position!r}"

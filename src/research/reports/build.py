@@ -1,0 +1,130 @@
+"""Writing a report folder: report.md, report.csv (per variant), runs.csv (per run) and PNGs."""
+
+from __future__ import annotations
+
+import re
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from research.reports.errors import RunsWarning
+from research.reports.metrics import default_metrics, directions, resolve_metric
+from research.reports.plots import check_band, curve_metrics, plot_bars, plot_curves, save_figure
+from research.reports.runs import STATUSES, load_histories, load_runs
+from research.reports.tables import summarize, to_markdown
+
+
+@dataclass
+class Report:
+    """What `build_report` read and wrote."""
+
+    source: Path
+    out_dir: Path
+    metrics: list[str]
+    runs: pd.DataFrame  # one row per run (runs.csv)
+    table: pd.DataFrame  # one row per variant (report.csv)
+    markdown: str  # the table with its legend
+    files: list[Path]
+    warnings: list[str]
+
+
+def _slug(metric: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", metric)
+
+
+def _load(source: Path) -> tuple[pd.DataFrame, list[str]]:
+    """The runs, and the warnings about runs that are counted but could not be read."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", RunsWarning)
+        runs = load_runs(source)
+    notes = []
+    for item in caught:
+        if issubclass(item.category, RunsWarning):
+            notes.append(str(item.message))
+        else:
+            warnings.warn_explicit(item.message, item.category, item.filename, item.lineno)
+    return runs, notes
+
+
+def _not_completed(runs: pd.DataFrame, source: Path) -> list[str]:
+    bad = runs[runs["status"] != "completed"]
+    if bad.empty:
+        return []
+    lines = ["## Runs not completed", "", "| run dir | variant | seed | status | error |"]
+    lines.append("|---|---|---|---|---|")
+    for run in bad.to_dict("records"):
+        where = Path(run["run_dir"])
+        where = where.relative_to(source) if where.is_relative_to(source) else where
+        error = run["error"].strip().splitlines() if isinstance(run["error"], str) else []
+        cells = [
+            str(where),
+            run["variant"],
+            "–" if pd.isna(run["seed"]) else str(run["seed"]),
+            run["status"],
+            error[0][:200] if error else "",
+        ]
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    return [*lines, ""]
+
+
+def _document(report: Report, plots: list[Path]) -> str:
+    counts = report.runs["status"].value_counts()
+    tally = ", ".join(f"{counts.get(s, 0)} {s}" for s in STATUSES)
+    lines = [
+        f"# Report: {report.source.name}",
+        "",
+        f"Source: `{report.source}`: {len(report.runs)} runs ({tally}).",
+        "",
+        report.markdown,
+        *_not_completed(report.runs, report.source),
+    ]
+    if report.warnings:
+        lines += ["## Warnings", "", *(f"- {w}" for w in report.warnings), ""]
+    if plots:
+        lines += ["## Plots", "", *(f"![{p.stem}]({p.name})" for p in plots), ""]
+    return "\n".join(lines)
+
+
+def build_report(
+    source: Path,
+    out_dir: Path,
+    metrics: list[str] | None = None,
+    *,
+    direction: dict[str, str] | None = None,
+    band: str = "std",
+    x: str = "epoch",
+) -> Report:
+    """Aggregate the runs under `source` per variant and write the report into `out_dir`.
+
+    `metrics` defaults to every `final.test/*` metric plus `best.<monitor>`; `direction` sets
+    which way a metric is better (metric -> 'max'/'min') where its name does not tell; `band` is
+    the curves' shaded band ('std' or 'minmax') and `x` their axis ('epoch' or 'step').
+    """
+    check_band(band)
+    source, out_dir = Path(source).resolve(), Path(out_dir)
+    runs, notes = _load(source)
+    chosen = [resolve_metric(runs, m) for m in metrics] if metrics else default_metrics(runs)
+    chosen = list(dict.fromkeys(chosen))
+    ways = directions(runs, chosen, direction)
+    table = summarize(runs, chosen)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    report = Report(
+        source, out_dir, chosen, runs, table, to_markdown(table, chosen, ways), [], notes
+    )
+    runs.to_csv(out_dir / "runs.csv", index=False)
+    table.to_csv(out_dir / "report.csv")
+    histories = load_histories(runs)
+    plots = [
+        save_figure(plot_curves(histories, m, x, band), out_dir / f"curve_{_slug(m)}.png")
+        for m in curve_metrics(chosen, histories)
+    ]
+    plots += [
+        save_figure(plot_bars(table, m), out_dir / f"bar_{_slug(m)}.png")
+        for m in chosen
+        if table[f"{m} n"].sum() > 0
+    ]
+    (out_dir / "report.md").write_text(_document(report, plots))
+    report.files = [out_dir / name for name in ("report.md", "report.csv", "runs.csv")] + plots
+    return report

@@ -1,0 +1,55 @@
+"""Putting a report's tables into W&B: one `report` run in the runs' own project and group.
+
+W&B mode follows W&B's own rule (WANDB_MODE wins), else the mode the runs themselves logged in,
+else offline; an offline run is left in `<out_dir>/wandb/` for `wandb sync`.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+if TYPE_CHECKING:
+    from research.reports.build import Report
+
+
+def _most_common(values: pd.Series) -> Any:
+    counts = values.dropna().value_counts()
+    return counts.index[0] if not counts.empty else None
+
+
+def _table(frame: pd.DataFrame) -> Any:
+    """A wandb.Table; pandas' missing values (NaN, <NA>) become None, which W&B accepts."""
+    import wandb
+
+    clean = frame.astype(object).where(frame.notna(), None)
+    return wandb.Table(columns=[str(c) for c in clean.columns], data=clean.values.tolist())
+
+
+def log_report(report: Report) -> str:
+    """Log the per-variant and per-run tables; returns a line saying where they went."""
+    import wandb
+
+    runs = report.runs
+    mode = os.environ.get("WANDB_MODE") or _most_common(runs["wandb.mode"]) or "offline"
+    if mode == "disabled":
+        return "wandb: mode is disabled; nothing logged"
+    group = _most_common(runs["wandb.group"])
+    run = wandb.init(
+        project=_most_common(runs["wandb.project"]) or "research",
+        group=group,
+        job_type="report",
+        name=f"report-{group or report.source.name}",
+        dir=str(report.out_dir),
+        mode=mode,
+        config={"source": str(report.source), "metrics": report.metrics},
+        settings=wandb.Settings(silent=True),
+    )
+    run.log({"report": _table(report.table.reset_index()), "runs": _table(runs)})
+    where = run.url if mode == "online" else run.settings.sync_dir
+    run.finish()
+    if mode == "online":
+        return f"wandb: report table logged to {where}"
+    return f"wandb: {mode} run saved in {where}; upload it with: wandb sync {where}"

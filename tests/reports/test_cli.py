@@ -1,0 +1,113 @@
+"""research-report: exit codes, one-line errors, ablation lookup, --wandb offline, no torch."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from research.report import main
+from research.tracking.wandb_reader import read_offline_run
+from tests.reports.conftest import write_run
+
+
+def _error_line(capsys: pytest.CaptureFixture[str]) -> str:
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err
+    assert err.startswith("research-report: error: ")
+    return err
+
+
+def test_prints_the_table_and_writes_the_report(runs_folder: Path, tmp_path: Path, capsys):
+    assert main([str(runs_folder), "--out", str(tmp_path / "out"), "--metric", "test/acc"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.startswith("| variant | n | failed | diverged | final.test/acc ↑ |\n")
+    assert captured.out in (tmp_path / "out" / "report.md").read_text()
+    assert "research-report: warning: " in captured.err and "4_wide_s3" in captured.err
+
+
+def test_default_out_is_inside_the_source(tmp_path: Path, capsys):
+    write_run(tmp_path / "runs" / "0", 0, ["seed=0"])
+    assert main([str(tmp_path / "runs")]) == 0
+    assert (tmp_path / "runs" / "report" / "report.md").is_file()
+    assert "| default | 1 | 0 | 0 |" in capsys.readouterr().out
+
+
+def test_missing_source_says_what_was_looked_for(tmp_path: Path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("RESEARCH_LOG_DIR", raising=False)
+    monkeypatch.delenv("RESEARCH_ROOT", raising=False)
+    assert main(["nope"]) == 2
+    err = _error_line(capsys)
+    assert f"no folder {tmp_path / 'nope'}" in err
+    assert f"no ablation folder {tmp_path / 'logs' / 'ablations' / 'nope'}" in err
+
+
+def test_no_runs_and_unknown_metric_are_one_line_errors(runs_folder: Path, tmp_path: Path, capsys):
+    assert main([str(tmp_path)]) == 2
+    assert "no runs under" in _error_line(capsys)
+    assert main([str(runs_folder), "--out", str(tmp_path / "o"), "--metric", "test/acc2"]) == 2
+    err = _error_line(capsys)
+    assert "unknown metric 'test/acc2'; available: " in err and "final.test/acc," in err
+    assert main([str(runs_folder), "--out", str(tmp_path / "o"), "--direction", "x=up"]) == 2
+    assert "unknown metric 'x'" in _error_line(capsys)
+
+
+def test_usage_errors_exit_2(runs_folder: Path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main([str(runs_folder), "--band", "iqr"])
+    assert exit_info.value.code == 2
+
+
+def test_an_ablation_name_is_looked_up_in_the_log_dir(
+    runs_folder: Path, tmp_path, monkeypatch, capsys
+):
+    monkeypatch.setenv("RESEARCH_LOG_DIR", str(runs_folder))
+    monkeypatch.chdir(tmp_path)
+    assert main(["widths", "--out", str(tmp_path / "out")]) == 0
+    rows = [
+        ln.split(" | ")[0] for ln in capsys.readouterr().out.splitlines()[2:] if ln.startswith("|")
+    ]
+    assert rows == ["| single", "| wide"]
+
+
+def test_wandb_offline_logs_the_table(runs_folder: Path, tmp_path: Path, monkeypatch, capsys):
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    out = tmp_path / "out"
+    assert main([str(runs_folder), "--out", str(out), "--wandb"]) == 0
+    err = capsys.readouterr().err
+    run_dir = next((out / "wandb").glob("offline-run-*"))
+    assert f"wandb: offline run saved in {run_dir}; upload it with: wandb sync {run_dir}" in err
+    run = read_offline_run(run_dir)
+    assert (run.group, run.job_type, run.project) == ("grp", "report", "proj")
+    table = json.loads((run_dir / "files" / run.summary["report"]["path"]).read_text())
+    csv_header = (out / "report.csv").read_text().splitlines()[0]
+    assert ",".join(table["columns"]) == csv_header.replace('"', "")
+    assert [row[0] for row in table["data"]] == [
+        "debug=limit,optimizer.lr=0.01",
+        "debug=limit,optimizer.lr=0.1",
+        "single",
+        "wide",
+    ]
+
+
+def test_cli_path_imports_neither_torch_nor_lightning(runs_folder: Path, tmp_path: Path):
+    code = (
+        "import sys; from research.report import main; rc = main(sys.argv[1:]); "
+        "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'lightning')); "
+        "print('HEAVY', heavy); sys.exit(rc)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(runs_folder), "--out", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONWARNINGS": "ignore"},
+    )
+    assert done.returncode == 0, done.stderr
+    assert "HEAVY []" in done.stdout

@@ -1,0 +1,163 @@
+"""Per-variant statistics against numpy, failure counts, bold best cells and metric directions."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from research.reports import (
+    ReportError,
+    RunsWarning,
+    default_metrics,
+    directions,
+    format_mean_std,
+    load_runs,
+    resolve_metric,
+    summarize,
+    to_markdown,
+)
+from research.reports.metrics import direction_by_name
+from tests.reports.conftest import completed_values, expected_variant, read_metrics_files
+
+METRICS = ["final.test/acc", "final.test/loss", "best.val/acc"]
+
+
+@pytest.fixture(scope="module")
+def runs(runs_folder: Path) -> pd.DataFrame:
+    with pytest.warns(RunsWarning):
+        return load_runs(runs_folder)
+
+
+def _table_rows(markdown: str) -> tuple[list[str], dict[str, list[str]]]:
+    """The header cells and variant -> cells of a Markdown table."""
+    lines = [ln for ln in markdown.splitlines() if ln.startswith("| ")]
+    split = [[c.strip() for c in ln.strip("|").split(" | ")] for ln in lines]
+    return split[0], {cells[0]: cells for cells in split[1:]}
+
+
+def test_mean_std_n_equal_numpy(runs: pd.DataFrame, runs_folder: Path):
+    table = summarize(runs, METRICS)
+    for metric in METRICS:
+        for variant, values in completed_values(runs_folder, metric).items():
+            assert table.loc[variant, f"{metric} mean"] == pytest.approx(np.mean(values))
+            assert table.loc[variant, f"{metric} n"] == len(values)
+            std = table.loc[variant, f"{metric} std"]
+            if len(values) > 1:
+                assert std == pytest.approx(np.std(values, ddof=1))
+            else:
+                assert math.isnan(std)
+
+
+def test_failed_and_diverged_counts(runs: pd.DataFrame, runs_folder: Path):
+    table = summarize(runs, METRICS)
+    payloads = read_metrics_files(runs_folder)
+    for variant in table.index:
+        statuses = [p["status"] for p in payloads if expected_variant(p) == variant]
+        # The corrupt and the killed run (no parseable metrics.json) are failed `wide` runs.
+        unreadable = 2 if variant == "wide" else 0
+        assert table.loc[variant, "n"] == statuses.count("completed")
+        assert table.loc[variant, "failed"] == statuses.count("failed") + unreadable
+        assert table.loc[variant, "diverged"] == statuses.count("diverged")
+    assert table["diverged"].sum() == 1 and table["failed"].sum() == 3
+
+
+def test_best_variant_is_bold_in_its_direction(runs: pd.DataFrame, runs_folder: Path):
+    ways = directions(runs, METRICS)
+    assert ways == {"final.test/acc": "max", "final.test/loss": "min", "best.val/acc": "max"}
+    header, rows = _table_rows(to_markdown(summarize(runs, METRICS), METRICS, ways))
+    for metric in METRICS:
+        means = {v: np.mean(x) for v, x in completed_values(runs_folder, metric).items()}
+        pick = max if ways[metric] == "max" else min
+        best = pick(means, key=means.get)
+        column = next(i for i, h in enumerate(header) if h.startswith(metric + " "))
+        bold = [v for v, cells in rows.items() if cells[column].startswith("**")]
+        assert bold == [best]
+
+
+def test_explicit_direction_moves_the_bold_cell(runs: pd.DataFrame, runs_folder: Path):
+    ways = directions(runs, METRICS, {"test/acc": "min"})
+    assert ways["final.test/acc"] == "min"
+    header, rows = _table_rows(to_markdown(summarize(runs, METRICS), METRICS, ways))
+    means = {v: np.mean(x) for v, x in completed_values(runs_folder, "final.test/acc").items()}
+    column = header.index("final.test/acc ↓")
+    assert rows[min(means, key=means.get)][column].startswith("**")
+    with pytest.raises(ReportError, match="'sideways' for 'final.test/acc' is not valid"):
+        directions(runs, METRICS, {"final.test/acc": "sideways"})
+    with pytest.raises(ReportError, match="not in the table"):
+        directions(runs, METRICS, {"final.val/loss": "min"})
+
+
+def test_single_run_shows_no_std(runs: pd.DataFrame):
+    table = summarize(runs, METRICS)
+    _, rows = _table_rows(to_markdown(table, METRICS, directions(runs, METRICS)))
+    single = table.loc["single", "final.test/acc mean"]
+    assert rows["single"][4].strip("*") == f"{single:.4f} ± –"
+    assert rows["single"][1:4] == ["1", "0", "0"]
+
+
+def test_monitor_mode_beats_the_name_and_unknown_gets_no_bold():
+    runs = pd.DataFrame(
+        {
+            "variant": ["a", "b"],
+            "status": ["completed", "completed"],
+            "monitor": ["val/acc", "val/acc"],
+            "mode": ["min", "min"],
+            "best.val/acc": [0.1, 0.2],
+            "final.val/score": [1.0, 2.0],
+        }
+    )
+    metrics = ["best.val/acc", "final.val/score"]
+    ways = directions(runs, metrics)
+    assert ways == {"best.val/acc": "min", "final.val/score": None}
+    markdown = to_markdown(summarize(runs, metrics), metrics, ways)
+    _, rows = _table_rows(markdown)
+    assert rows["a"][4].startswith("**") and not rows["b"][4].startswith("**")
+    assert not any(cells[5].startswith("**") for cells in rows.values())
+    assert "No bold for final.val/score" in markdown
+
+
+@pytest.mark.parametrize(
+    ("metric", "way"),
+    [
+        ("final.test/acc", "max"),
+        ("best.val/acc_top3", "max"),
+        ("final.test/ndcg@10", "max"),
+        ("final.test/mrr", "max"),
+        ("final.test/recall@100", "max"),
+        ("final.test/f1_macro", "max"),
+        ("final.val/loss", "min"),
+        ("final.test/perplexity", "min"),
+        ("final.test/ppl", "min"),
+        ("final.test/top1_error", "min"),
+        ("final.lr-Adam", None),
+    ],
+)
+def test_direction_by_name(metric: str, way: str | None):
+    assert direction_by_name(metric) == way
+
+
+@pytest.mark.parametrize(
+    ("mean", "std", "text"),
+    [
+        (0.97123, 0.0123, "0.971 ± 0.012"),
+        (123.456, 5.67, "123.5 ± 5.7"),
+        (0.71875, math.nan, "0.7188 ± –"),
+        (1234.5, 0.0, "1234 ± 0"),
+        (math.nan, math.nan, "–"),
+    ],
+)
+def test_mean_std_format(mean: float, std: float, text: str):
+    assert format_mean_std(mean, std) == text
+
+
+def test_default_and_named_metrics(runs: pd.DataFrame):
+    assert default_metrics(runs) == ["final.test/acc", "final.test/loss", "best.val/acc"]
+    assert resolve_metric(runs, "test/acc") == "final.test/acc"
+    with pytest.raises(
+        ReportError, match=r"unknown metric 'test/acc2'; available: .*final\.test/acc"
+    ):
+        resolve_metric(runs, "test/acc2")
