@@ -44,5 +44,7 @@ def register_resolvers() -> None:
         OmegaConf.register_new_resolver("research_cwd", os.getcwd)
     if not OmegaConf.has_resolver("optuna_direction"):
         OmegaConf.register_new_resolver("optuna_direction", optuna_direction)
+    if not OmegaConf.has_resolver("sum"):
+        OmegaConf.register_new_resolver("sum", lambda *values: sum(values))
     if not OmegaConf.has_resolver("coalesce"):
         OmegaConf.register_new_resolver("coalesce", coalesce)

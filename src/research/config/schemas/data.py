@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from research.config.schema import Schema, spec
+from research.config.schema import Schema, fail, spec
 
 
 @dataclass
@@ -29,3 +29,23 @@ class ImageData(Schema):
     num_classes: int = spec(10, ge=2)
     in_channels: int = spec(1, ge=1)
     image_size: int = spec(8, ge=1)
+
+
+@dataclass
+class AssociativeRecall(Schema):
+    targets = ("research.data.synthetic.AssociativeRecallDataModule",)
+    num_pairs: int = spec(8, ge=1)
+    num_keys: int = spec(32, ge=1)
+    num_values: int = spec(16, ge=2)
+    train_size: int = spec(4000, ge=1)
+    val_size: int = spec(500, ge=1)
+    test_size: int = spec(500, ge=1)
+    batch_size: int = spec(64, ge=1)
+    num_workers: int = spec(0, ge=0)
+    seed: int = spec(0, ge=0)
+    vocab_size: int | None = None
+    num_classes: int | None = None
+
+    def check(self, at: str) -> None:
+        if self.num_pairs > self.num_keys:
+            fail(at, "num_pairs", f"={self.num_pairs} must be <= num_keys={self.num_keys}")

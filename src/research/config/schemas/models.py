@@ -50,3 +50,43 @@ class CNN(Schema):
                 f"has {len(self.channels)} pooling blocks, too many for "
                 f"image_size={self.image_size} (each block halves it)",
             )
+
+
+@dataclass
+class SequenceClassifier(Schema):
+    """The transformer encoder's fields; see research.models.transformer.encoder."""
+
+    targets = ("research.models.transformer.SequenceClassifier",)
+    num_classes: int = spec(2, ge=2)
+    pooling: str = spec("mean", choices=["cls", "mean"])
+    vocab_size: int = spec(2, ge=2)
+    d_model: int = spec(128, ge=1)
+    n_layers: int = spec(4, ge=1)
+    n_heads: int = spec(4, ge=1)
+    d_ff: int | None = spec(None, ge=1)
+    dropout: float = spec(0.1, ge=0.0, lt=1.0)
+    bias: bool = True
+    n_kv_heads: int | None = spec(None, ge=1)
+    qk_norm: bool = False
+    norm: str = spec("pre", choices=["post", "pre"])
+    norm_type: str = spec("layernorm", choices=["layernorm", "rmsnorm"])
+    activation: str = spec("gelu", choices=["relu", "gelu"])
+    position: str = spec("rope", choices=["none", "sinusoidal", "learned", "rope"])
+    max_len: int = spec(512, ge=1)
+    rope_base: float = spec(10000.0, gt=1.0)
+    rope_scaling: dict | None = None
+    pad_token_id: int = spec(0, ge=0)
+
+    def check(self, at: str) -> None:
+        if self.d_model % self.n_heads:
+            fail(at, "d_model", f"={self.d_model} must be divisible by n_heads={self.n_heads}")
+        if self.n_kv_heads and self.n_heads % self.n_kv_heads:
+            fail(at, "n_kv_heads", f"={self.n_kv_heads} must divide n_heads={self.n_heads}")
+        scaling = dict(self.rope_scaling or {})
+        kinds = ("none", "linear", "ntk", "yarn")
+        if scaling.get("type", "none") not in kinds:
+            fail(
+                at,
+                "rope_scaling.type",
+                f"={scaling['type']!r} is not valid; choose one of: " + ", ".join(kinds),
+            )
