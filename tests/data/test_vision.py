@@ -11,6 +11,7 @@ import torchvision.datasets
 from research.data.vision import CIFAR10DataModule, FashionMNISTDataModule, MNISTDataModule
 from tests.helpers.image_files import N_TEST, N_TRAIN, labels, write_cifar10, write_mnist
 
+
 @pytest.mark.parametrize(
     ("module_cls", "folder"), [(MNISTDataModule, "MNIST"), (FashionMNISTDataModule, "FashionMNIST")]
 )

@@ -29,8 +29,8 @@ def _pair(norm: str, activation: str) -> tuple[EncoderBlock, nn.TransformerEncod
     )
     with torch.no_grad():
         att = ours.attention
-        ref.self_attn.in_proj_weight.copy_(torch.cat([att.q.weight, att.k.weight, att.v.weight]))
-        ref.self_attn.in_proj_bias.copy_(torch.cat([att.q.bias, att.k.bias, att.v.bias]))
+        ref.self_attn.in_proj_weight.copy_(att.qkv.weight)
+        ref.self_attn.in_proj_bias.copy_(att.qkv.bias)
         ref.self_attn.out_proj.load_state_dict(att.out.state_dict())
         for name in ("linear1", "linear2", "norm1", "norm2"):
             getattr(ref, name).load_state_dict(getattr(ours, name).state_dict())
@@ -118,7 +118,7 @@ def test_grouped_and_multi_query_attention():
     x = torch.randn(2, 5, D)
     for kv in (4, 2, 1):
         attention = SelfAttention(D, H, n_kv_heads=kv)
-        assert attention.k.out_features == kv * D // H
+        assert attention.qkv.out_features == D + 2 * kv * D // H
         assert attention(x).shape == x.shape
 
 

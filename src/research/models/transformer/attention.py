@@ -36,9 +36,9 @@ class SelfAttention(nn.Module):
             raise ValueError(f"n_heads={n_heads} must be divisible by n_kv_heads={n_kv_heads}")
         self.n_heads, self.n_kv_heads = n_heads, n_kv_heads
         self.head_dim = head_dim(d_model, n_heads)
-        self.q = nn.Linear(d_model, d_model, bias=bias)
-        self.k = nn.Linear(d_model, n_kv_heads * self.head_dim, bias=bias)
-        self.v = nn.Linear(d_model, n_kv_heads * self.head_dim, bias=bias)
+        # One fused projection: a single matmul for q, k and v (laid out in that order, as
+        # torch's in_proj_weight).
+        self.qkv = nn.Linear(d_model, (n_heads + 2 * n_kv_heads) * self.head_dim, bias=bias)
         self.out = nn.Linear(d_model, d_model, bias=bias)
         self.q_norm = nn.RMSNorm(self.head_dim) if qk_norm else nn.Identity()
         self.k_norm = nn.RMSNorm(self.head_dim) if qk_norm else nn.Identity()
@@ -51,9 +51,11 @@ class SelfAttention(nn.Module):
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         """x: (B, T, d_model); mask: (B, T) bool, True at real tokens."""
-        q = self.q_norm(self._heads(self.q(x), self.n_heads))
-        k = self.k_norm(self._heads(self.k(x), self.n_kv_heads))
-        v = self._heads(self.v(x), self.n_kv_heads)
+        kv_width = self.n_kv_heads * self.head_dim
+        q, k, v = self.qkv(x).split([x.shape[-1], kv_width, kv_width], dim=-1)
+        q = self.q_norm(self._heads(q, self.n_heads))
+        k = self.k_norm(self._heads(k, self.n_kv_heads))
+        v = self._heads(v, self.n_kv_heads)
         if self.rotary is not None:
             cos, sin = self.rotary.tables(x.shape[1], x.device)
             q, k = rotate(q, cos, sin), rotate(k, cos, sin)

@@ -99,7 +99,10 @@ class TransformerEncoder(nn.Module):
                 self.sinusoid = sinusoidal_table(length, self.d_model).to(x.device)
             x = x + self.sinusoid[:length]
         x = self.dropout(x)
-        mask = attention_mask.bool() if attention_mask is not None else None
+        # No mask when nothing is padded: SDPA may then pick its fused kernels.
+        mask = None
+        if attention_mask is not None and not bool(attention_mask.all()):
+            mask = attention_mask.bool()
         for block in self.blocks:
             x = block(x, mask)
         return self.final_norm(x)
