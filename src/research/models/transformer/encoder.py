@@ -134,3 +134,28 @@ class SequenceClassifier(nn.Module):
 
     def extra_repr(self) -> str:
         return f"pooling={self.pooling!r}"
+
+
+class MaskedLanguageModel(nn.Module):
+    """An encoder plus a vocabulary head; with `tie_weights` the head's weight is the token
+    embedding itself (Press & Wolf 2017), so the output and input token spaces coincide."""
+
+    def __init__(self, tie_weights: bool = True, **encoder: object) -> None:
+        super().__init__()
+        self.encoder = TransformerEncoder(**encoder)  # type: ignore[arg-type]
+        vocab_size, d_model = self.encoder.embed.weight.shape
+        self.transform = nn.Sequential(
+            nn.Linear(d_model, d_model), nn.GELU(), nn.LayerNorm(d_model)
+        )
+        self.head = nn.Linear(d_model, vocab_size)
+        if tie_weights:
+            self.head.weight = self.encoder.embed.weight
+        self.tie_weights = tie_weights
+
+    def forward(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        return self.head(self.transform(self.encoder(input_ids, attention_mask)))
+
+    def extra_repr(self) -> str:
+        return f"tie_weights={self.tie_weights}"
