@@ -49,3 +49,17 @@ class AssociativeRecall(Schema):
     def check(self, at: str) -> None:
         if self.num_pairs > self.num_keys:
             fail(at, "num_pairs", f"={self.num_pairs} must be <= num_keys={self.num_keys}")
+
+
+@dataclass
+class StdlibText(Schema):
+    targets = ("research.data.stdlib_text.StdlibTextDataModule",)
+    data_dir: str = "data"
+    vocab_size: int = spec(8000, ge=100)
+    max_len: int = spec(128, ge=8)
+    batch_size: int = spec(32, ge=1)
+    num_workers: int = spec(0, ge=0)
+    seed: int = spec(0, ge=0)
+    val_fraction: float = spec(0.1, gt=0.0, lt=1.0)
+    test_fraction: float = spec(0.1, gt=0.0, lt=1.0)
+    max_train_blocks: int | None = spec(None, ge=1)

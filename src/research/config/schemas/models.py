@@ -53,12 +53,9 @@ class CNN(Schema):
 
 
 @dataclass
-class SequenceClassifier(Schema):
+class Encoder(Schema):
     """The transformer encoder's fields; see research.models.transformer.encoder."""
 
-    targets = ("research.models.transformer.SequenceClassifier",)
-    num_classes: int = spec(2, ge=2)
-    pooling: str = spec("mean", choices=["cls", "mean"])
     vocab_size: int = spec(2, ge=2)
     d_model: int = spec(128, ge=1)
     n_layers: int = spec(4, ge=1)
@@ -90,3 +87,26 @@ class SequenceClassifier(Schema):
                 "rope_scaling.type",
                 f"={scaling['type']!r} is not valid; choose one of: " + ", ".join(kinds),
             )
+
+
+@dataclass
+class SequenceClassifier(Encoder):
+    targets = ("research.models.transformer.SequenceClassifier",)
+    num_classes: int = spec(2, ge=2)
+    pooling: str = spec("mean", choices=["cls", "mean"])
+
+
+@dataclass
+class MaskedLanguageModel(Encoder):
+    targets = ("research.models.transformer.MaskedLanguageModel",)
+    tie_weights: bool = True
+
+
+@dataclass
+class MaskedLM(Schema):
+    targets = ("research.modules.masked_lm.MaskedLMModule",)
+    passthrough = ("net",)
+    mask_rate: float = spec(0.15, gt=0.0, lt=1.0)
+    mask_token_id: int = spec(4, ge=0)
+    vocab_size: int = spec(8000, ge=2)
+    special_ids: list[int] = spec([0, 1, 2, 3, 4])
