@@ -76,3 +76,13 @@ def test_diverging_run_stops_with_status_diverged(workdir: Path):
     assert m["status"] == "diverged"
     assert "train/loss became" in m["error"]
     assert "research-train: diverged: " in done.stderr
+
+
+def test_csv_logger_writes_metrics_into_the_run_dir(workdir: Path):
+    done = run_cli("research-train", *FAST, "logger=csv", cwd=workdir)
+    assert done.returncode == 0, done.stderr[-2000:]
+    (run,) = run_dirs(workdir)
+    (csv_file,) = run.glob("csv/version_*/metrics.csv")
+    header = csv_file.read_text().splitlines()[0].split(",")
+    assert {"val/acc", "train/loss_epoch", "epoch", "step"} <= set(header)
+    assert not (run / "wandb").exists()

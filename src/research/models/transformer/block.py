@@ -25,7 +25,8 @@ def make_norm(norm_type: str, d_model: int) -> nn.Module:
 class EncoderBlock(nn.Module):
     """post: x = N(x + Drop(Attn(x))); x = N(x + Drop(FFN(x))).
     pre:  x = x + Drop(Attn(N(x)));  x = x + Drop(FFN(N(x))) (the encoder adds a final N).
-    Parameter names mirror torch.nn.TransformerEncoderLayer's (linear1/2, norm1/2)."""
+    Parameter names mirror torch.nn.TransformerEncoderLayer's (linear1/2, norm1/2); in eval
+    mode the two compute the same function."""
 
     def __init__(
         self,
@@ -50,7 +51,9 @@ class EncoderBlock(nn.Module):
         self.dropout = nn.Dropout(dropout)
 
     def _ffn(self, x: torch.Tensor) -> torch.Tensor:
-        return self.linear2(self.dropout(self.activation(self.linear1(x))))
+        # Dropout only on the sub-layer output, as in Vaswani et al. (2017) and BERT; torch's
+        # layer also drops inside the FFN, which costs a mask over the 4x wider activation.
+        return self.linear2(self.activation(self.linear1(x)))
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         if self.norm_position == "post":
