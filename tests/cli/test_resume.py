@@ -17,7 +17,6 @@ ARGS = [
     "trainer.deterministic=true",
     "trainer.enable_progress_bar=false",
     "trainer.enable_model_summary=false",
-    "logger=none",
 ]
 
 
@@ -62,6 +61,22 @@ def test_resume_after_sigkill_matches_uninterrupted_run(workdir: Path):
     assert r["final"] == s["final"]
     assert r["best"] == s["best"]
     assert _without_time(resumed_dir) == _without_time(straight_dir)
+    # The resumed run logs to the same W&B run id, in a second offline-run folder.
+    offline = sorted((killed / "wandb").glob("offline-run-*"))
+    assert len(offline) == 2 and r["wandb"]["run_id"] != s["wandb"]["run_id"]
+    assert all(folder.name.endswith(r["wandb"]["run_id"]) for folder in offline)
+
+
+def test_a_requeued_job_resumes_its_own_last_checkpoint(workdir: Path):
+    """What a SLURM requeue through submitit does: the same command in the same output dir."""
+    killed = _kill_during_third_epoch(workdir)
+    again = run_cli("research-train", *ARGS, f"hydra.run.dir={killed}", cwd=workdir)
+    assert again.returncode == 0, again.stderr[-2000:]
+    m = metrics(killed)
+    assert m["status"] == "completed" and m["resumed_from"] == str(
+        killed / "checkpoints" / "last.ckpt"
+    )
+    assert [row["epoch"] for row in _without_time(killed)] == [0, 1, 2, 3]
 
 
 def _without_time(run_dir: Path) -> list[dict]:
