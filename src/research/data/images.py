@@ -9,12 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import lightning as L
 import torch
 from sklearn.model_selection import train_test_split
-from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data import TensorDataset
 
-from research.data.samplers import EpochSeededSampler
+from research.data.splits import SplitDataModule
 
 
 @dataclass
@@ -28,7 +27,7 @@ class ImageArrays:
     test_y: torch.Tensor | None = None
 
 
-class ImageDataModule(L.LightningDataModule):
+class ImageDataModule(SplitDataModule):
     """Stratified, seeded train/val/test splits of an in-memory image dataset."""
 
     def __init__(
@@ -95,24 +94,3 @@ class ImageDataModule(L.LightningDataModule):
             indices.numpy(), test_size=fraction, random_state=self.seed, stratify=labels.numpy()
         )
         return torch.as_tensor(keep), torch.as_tensor(held_out)
-
-    def _loader(self, split: str) -> DataLoader:
-        dataset = self.splits[split]
-        sampler = EpochSeededSampler(len(dataset), self.seed) if split == "train" else None
-        return DataLoader(
-            dataset,
-            batch_size=self.batch_size,
-            sampler=sampler,
-            num_workers=self.num_workers,
-            pin_memory=self.pin_memory,
-            persistent_workers=self.num_workers > 0,
-        )
-
-    def train_dataloader(self) -> DataLoader:
-        return self._loader("train")
-
-    def val_dataloader(self) -> DataLoader:
-        return self._loader("val")
-
-    def test_dataloader(self) -> DataLoader:
-        return self._loader("test")

@@ -17,11 +17,10 @@ import platform
 import sysconfig
 from pathlib import Path
 
-import lightning as L
 import torch
-from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data import TensorDataset
 
-from research.data.samplers import EpochSeededSampler
+from research.data.splits import SplitDataModule
 
 _SKIP_PARTS = {"test", "tests", "idlelib", "site-packages", "lib2to3", "ensurepip", "turtledemo"}
 SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
@@ -59,7 +58,7 @@ def _split_of(module: str, val_fraction: float, test_fraction: float) -> str:
     return "val" if bucket < test_fraction + val_fraction else "train"
 
 
-class StdlibTextDataModule(L.LightningDataModule):
+class StdlibTextDataModule(SplitDataModule):
     """Fixed-length token blocks of stdlib docstrings (each starts with [CLS]) for MLM."""
 
     def __init__(
@@ -79,6 +78,7 @@ class StdlibTextDataModule(L.LightningDataModule):
         self.batch_size, self.num_workers, self.seed = batch_size, num_workers, seed
         self.val_fraction, self.test_fraction = val_fraction, test_fraction
         self.max_train_blocks = max_train_blocks
+        self.collate_fn = _as_batch
         self.splits: dict[str, TensorDataset] = {}
 
     @property
@@ -136,26 +136,6 @@ class StdlibTextDataModule(L.LightningDataModule):
             if split == "train" and self.max_train_blocks:
                 ids = ids[: self.max_train_blocks]
             self.splits[split] = TensorDataset(ids)
-
-    def _loader(self, split: str) -> DataLoader:
-        dataset = self.splits[split]
-        sampler = EpochSeededSampler(len(dataset), self.seed) if split == "train" else None
-        return DataLoader(
-            dataset,
-            batch_size=self.batch_size,
-            sampler=sampler,
-            num_workers=self.num_workers,
-            collate_fn=_as_batch,
-        )
-
-    def train_dataloader(self) -> DataLoader:
-        return self._loader("train")
-
-    def val_dataloader(self) -> DataLoader:
-        return self._loader("val")
-
-    def test_dataloader(self) -> DataLoader:
-        return self._loader("test")
 
 
 def _as_batch(items: list[tuple[torch.Tensor]]) -> dict[str, torch.Tensor]:

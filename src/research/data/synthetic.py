@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import lightning as L
 import torch
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import Dataset
 
-from research.data.samplers import EpochSeededSampler
+from research.data.splits import SplitDataModule
 
 PAD = 0
 
@@ -37,7 +36,7 @@ class RecallDataset(Dataset):
         return {"input_ids": ids, "attention_mask": ids != PAD, "labels": self.labels[index]}
 
 
-class AssociativeRecallDataModule(L.LightningDataModule):
+class AssociativeRecallDataModule(SplitDataModule):
     """Train/val/test sets drawn from disjoint seeds derived from `seed`."""
 
     def __init__(
@@ -72,19 +71,3 @@ class AssociativeRecallDataModule(L.LightningDataModule):
                     size, self.num_pairs, self.num_keys, self.num_values, self.seed * 3 + offset
                 ),
             )
-
-    def _loader(self, split: str) -> DataLoader:
-        dataset = self.splits[split]
-        sampler = EpochSeededSampler(len(dataset), self.seed) if split == "train" else None
-        return DataLoader(
-            dataset, batch_size=self.batch_size, sampler=sampler, num_workers=self.num_workers
-        )
-
-    def train_dataloader(self) -> DataLoader:
-        return self._loader("train")
-
-    def val_dataloader(self) -> DataLoader:
-        return self._loader("val")
-
-    def test_dataloader(self) -> DataLoader:
-        return self._loader("test")
