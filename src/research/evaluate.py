@@ -62,7 +62,7 @@ def _evaluate(cfg: DictConfig, config: dict[str, Any], record: RunRecord, _: lis
     )
     run = trainer.test if config["split"] == "test" else trainer.validate
     results = run(module, datamodule=datamodule, ckpt_path=str(checkpoint))
-    metrics = results[0] if results else {}
+    metrics = {k: v for result in results for k, v in result.items()}
     record.fields.update(source_run_dir=str(source), checkpoint=str(checkpoint), final=metrics)
     return metrics
 

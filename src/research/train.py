@@ -105,7 +105,7 @@ def _fit(cfg: DictConfig, config: dict[str, Any], record: RunRecord, loggers: li
         has_best = checkpoint is not None and bool(checkpoint.best_model_path)
         ckpt = "best" if has_best else None
         results = trainer.test(module, datamodule=datamodule, ckpt_path=ckpt)
-        tested = results[0] if results else {}
+        tested = {k: v for result in results for k, v in result.items()}
         best.update(tested)
         final.update(tested)
     record.fields.update(best=best, final=final)

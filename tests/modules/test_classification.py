@@ -96,3 +96,27 @@ def test_overfits_a_fixed_batch():
     trainer = _trainer(max_epochs=60)
     trainer.fit(module, _loader(n=32, batch=32))
     assert trainer.callback_metrics["train/acc"] == 1.0
+
+
+def test_each_evaluation_length_gets_its_own_metrics():
+    from research.data.synthetic import AssociativeRecallDataModule
+    from research.models.transformer import SequenceClassifier
+
+    data = AssociativeRecallDataModule(
+        num_pairs=4, eval_num_pairs=[8], train_size=64, val_size=32, test_size=32, batch_size=32
+    )
+    net = SequenceClassifier(16, vocab_size=data.vocab_size, d_model=16, n_layers=1, n_heads=2)
+    module = ClassificationModule(
+        net, nn.CrossEntropyLoss(), partial(torch.optim.Adam, lr=1e-3), num_classes=16
+    )
+    trainer = _trainer()
+    trainer.fit(module, datamodule=data)
+    assert {"val/acc", "val/acc@17", "val/loss", "val/loss@17", "val/acc_best"} <= set(
+        trainer.callback_metrics
+    )
+    tested = {
+        k: v
+        for result in trainer.test(module, datamodule=data, verbose=False)
+        for k, v in result.items()
+    }
+    assert {"test/acc", "test/acc@17", "test/acc_top3@17"} <= set(tested)

@@ -14,19 +14,25 @@ from research.data.samplers import EpochSeededSampler
 class SplitDataModule(L.LightningDataModule):
     """A datamodule whose `setup` fills `self.splits` with train/val/test datasets.
 
-    Subclasses set `batch_size`, `num_workers` and `seed`; `collate_fn` and `pin_memory` are
-    optional class or instance attributes.
+    A val or test entry may be a list of datasets (e.g. one per sequence length): it becomes one
+    loader each, named by `eval_suffixes` ("" for the first). Subclasses set `batch_size`,
+    `num_workers` and `seed`; `collate_fn` and `pin_memory` are optional.
     """
 
-    splits: dict[str, Dataset]
+    splits: dict[str, Dataset | list[Dataset]]
+    eval_suffixes: list[str] | None = None
     batch_size: int
     num_workers: int
     seed: int
     pin_memory: bool = False
     collate_fn: Callable[[list[Any]], Any] | None = None
 
-    def _loader(self, split: str) -> DataLoader:
-        dataset = self.splits[split]
+    def _loader(self, split: str) -> DataLoader | list[DataLoader]:
+        if isinstance(self.splits[split], list):
+            return [self._one_loader(split, dataset) for dataset in self.splits[split]]
+        return self._one_loader(split, self.splits[split])
+
+    def _one_loader(self, split: str, dataset: Dataset) -> DataLoader:
         sampler = EpochSeededSampler(len(dataset), self.seed) if split == "train" else None
         return DataLoader(
             dataset,
@@ -39,10 +45,10 @@ class SplitDataModule(L.LightningDataModule):
         )
 
     def train_dataloader(self) -> DataLoader:
-        return self._loader("train")
+        return self._one_loader("train", self.splits["train"])
 
-    def val_dataloader(self) -> DataLoader:
+    def val_dataloader(self) -> DataLoader | list[DataLoader]:
         return self._loader("val")
 
-    def test_dataloader(self) -> DataLoader:
+    def test_dataloader(self) -> DataLoader | list[DataLoader]:
         return self._loader("test")

@@ -37,7 +37,11 @@ class RecallDataset(Dataset):
 
 
 class AssociativeRecallDataModule(SplitDataModule):
-    """Train/val/test sets drawn from disjoint seeds derived from `seed`."""
+    """Train/val/test sets drawn from disjoint seeds derived from `seed`.
+
+    `eval_num_pairs` adds validation and test sets with more pairs than training used (longer
+    sequences), reported as `val/acc@<tokens>`: how well the model extrapolates in length.
+    """
 
     def __init__(
         self,
@@ -52,10 +56,15 @@ class AssociativeRecallDataModule(SplitDataModule):
         seed: int = 0,
         vocab_size: int | None = None,
         num_classes: int | None = None,
+        eval_num_pairs: list[int] | None = None,
     ) -> None:
         super().__init__()
-        if num_pairs > num_keys:
-            raise ValueError(f"num_pairs={num_pairs} must be <= num_keys={num_keys}")
+        self.eval_num_pairs = list(eval_num_pairs or [])
+        if max([num_pairs, *self.eval_num_pairs]) > num_keys:
+            raise ValueError(
+                f"num_pairs={max([num_pairs, *self.eval_num_pairs])} must be <= num_keys={num_keys}"
+            )
+        self.eval_suffixes = ["", *(f"@{2 * p + 1}" for p in self.eval_num_pairs)]
         self.num_pairs, self.num_keys, self.num_values = num_pairs, num_keys, num_values
         self.sizes = {"train": train_size, "val": val_size, "test": test_size}
         self.batch_size, self.num_workers, self.seed = batch_size, num_workers, seed
@@ -64,10 +73,16 @@ class AssociativeRecallDataModule(SplitDataModule):
         self.splits: dict[str, RecallDataset] = {}
 
     def setup(self, stage: str | None = None) -> None:
-        for offset, (split, size) in enumerate(self.sizes.items()):
-            self.splits.setdefault(
-                split,
-                RecallDataset(
-                    size, self.num_pairs, self.num_keys, self.num_values, self.seed * 3 + offset
-                ),
-            )
+        if self.splits:
+            return
+        self.splits["train"] = self._dataset(self.sizes["train"], self.num_pairs, 0)
+        for offset, split in enumerate(("val", "test"), start=1):
+            pairs = [self.num_pairs, *self.eval_num_pairs]
+            sets = [
+                self._dataset(self.sizes[split], p, offset + 2 * i) for i, p in enumerate(pairs)
+            ]
+            self.splits[split] = sets if len(sets) > 1 else sets[0]
+
+    def _dataset(self, size: int, num_pairs: int, offset: int) -> RecallDataset:
+        seed = self.seed * 101 + offset  # a distinct stream per split and length
+        return RecallDataset(size, num_pairs, self.num_keys, self.num_values, seed)

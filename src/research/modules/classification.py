@@ -43,15 +43,31 @@ class ClassificationModule(L.LightningModule):
         if num_classes > _TOP_K_MIN_CLASSES and top_k > 1:
             top = MulticlassAccuracy(num_classes, top_k=top_k, average="micro", validate_args=False)
             metrics[f"acc_top{top_k}"] = top
-        collection = MetricCollection(metrics)
+        self.collection = [MetricCollection(metrics)]  # a template, kept out of the module tree
         # Training tracks plain accuracy only: every extra metric is paid on every step.
         self.train_metrics = MetricCollection({"acc": acc.clone()}, prefix="train/")
         self.train_loss = MeanMetric()
-        self.val_metrics = collection.clone(prefix="val/")
-        self.test_metrics = collection.clone(prefix="test/")
+        self.eval_suffixes = [""]
+        self.val_metrics = self._per_eval_set("val/")
+        self.test_metrics = self._per_eval_set("test/")
         # Persistent so a resumed run keeps the best value seen before the interruption.
         self.best_val_acc = MaxMetric()
         self.best_val_acc.persistent(True)
+
+    def _per_eval_set(self, prefix: str) -> nn.ModuleList:
+        return nn.ModuleList(
+            self.collection[0].clone(prefix=prefix, postfix=suffix or None)
+            for suffix in self.eval_suffixes
+        )
+
+    def setup(self, stage: str) -> None:
+        """A datamodule with several evaluation sets (e.g. sequence lengths) names them in
+        `eval_suffixes`, the first being ""; metrics then read `val/acc`, `val/acc@64`, ..."""
+        suffixes = list(getattr(self.trainer.datamodule, "eval_suffixes", None) or [""])
+        if suffixes != self.eval_suffixes:
+            self.eval_suffixes = suffixes
+            self.val_metrics = self._per_eval_set("val/")
+            self.test_metrics = self._per_eval_set("test/")
 
     def forward(self, inputs: Any) -> torch.Tensor:
         return self.net(**inputs) if isinstance(inputs, dict) else self.net(inputs)
@@ -80,27 +96,35 @@ class ClassificationModule(L.LightningModule):
         self.train_metrics.reset()
         self.train_loss.reset()
 
-    def validation_step(self, batch: Any, batch_idx: int) -> None:
+    def _eval_step(self, split: str, batch: Any, dataloader_idx: int) -> None:
         loss, logits, targets = self._step(batch)
-        self.val_metrics.update(logits, targets)
-        self.log("val/loss", loss, on_epoch=True, prog_bar=True)
+        metrics = self.val_metrics if split == "val" else self.test_metrics
+        metrics[dataloader_idx].update(logits, targets)
+        name = f"{split}/loss{self.eval_suffixes[dataloader_idx]}"
+        self.log(name, loss, on_epoch=True, prog_bar=split == "val", add_dataloader_idx=False)
+
+    def _eval_epoch_end(self, split: str) -> dict[str, torch.Tensor]:
+        values: dict[str, torch.Tensor] = {}
+        for metrics in self.val_metrics if split == "val" else self.test_metrics:
+            values.update(metrics.compute())
+            metrics.reset()
+        self.log_dict(values, prog_bar=split == "val", add_dataloader_idx=False)
+        return values
+
+    def validation_step(self, batch: Any, batch_idx: int, dataloader_idx: int = 0) -> None:
+        self._eval_step("val", batch, dataloader_idx)
 
     def on_validation_epoch_end(self) -> None:
-        values = self.val_metrics.compute()
-        self.val_metrics.reset()
-        self.log_dict(values, prog_bar=True)
+        values = self._eval_epoch_end("val")
         if not self.trainer.sanity_checking:
             self.best_val_acc.update(values["val/acc"])
             self.log("val/acc_best", self.best_val_acc.compute())
 
-    def test_step(self, batch: Any, batch_idx: int) -> None:
-        loss, logits, targets = self._step(batch)
-        self.test_metrics.update(logits, targets)
-        self.log("test/loss", loss, on_epoch=True)
+    def test_step(self, batch: Any, batch_idx: int, dataloader_idx: int = 0) -> None:
+        self._eval_step("test", batch, dataloader_idx)
 
     def on_test_epoch_end(self) -> None:
-        self.log_dict(self.test_metrics.compute())
-        self.test_metrics.reset()
+        self._eval_epoch_end("test")
 
     def configure_optimizers(self) -> dict[str, Any]:
         return configure(

@@ -45,10 +45,12 @@ class AssociativeRecall(Schema):
     seed: int = spec(0, ge=0)
     vocab_size: int | None = None
     num_classes: int | None = None
+    eval_num_pairs: list[int] | None = None
 
     def check(self, at: str) -> None:
-        if self.num_pairs > self.num_keys:
-            fail(at, "num_pairs", f"={self.num_pairs} must be <= num_keys={self.num_keys}")
+        longest = max([self.num_pairs, *(self.eval_num_pairs or [])])
+        if longest > self.num_keys:
+            fail(at, "num_keys", f"={self.num_keys} must be >= the most pairs asked ({longest})")
 
 
 @dataclass
