@@ -21,9 +21,9 @@ import torch
 from torch.utils.data import TensorDataset
 
 from research.data.splits import SplitDataModule
+from research.data.tokenizer import wordpiece
 
 _SKIP_PARTS = {"test", "tests", "idlelib", "site-packages", "lib2to3", "ensurepip", "turtledemo"}
-SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
 
 def stdlib_docstrings(min_chars: int = 40) -> list[tuple[str, str]]:
@@ -92,21 +92,8 @@ class StdlibTextDataModule(SplitDataModule):
         return self.data_dir / "stdlib_text" / self.fingerprint
 
     def tokenizer(self):  # noqa: ANN201 - tokenizers.Tokenizer, imported lazily
-        from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
-
-        path = self.cache_dir / "tokenizer.json"
-        if path.is_file():
-            return Tokenizer.from_file(str(path))
-        tokenizer = Tokenizer(models.WordPiece(unk_token="[UNK]"))
-        tokenizer.normalizer = normalizers.BertNormalizer(lowercase=True)
-        tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-        tokenizer.decoder = decoders.WordPiece()
-        trainer = trainers.WordPieceTrainer(vocab_size=self.vocab_size, special_tokens=SPECIAL)
-        texts = [text for _, text in stdlib_docstrings()]
-        tokenizer.train_from_iterator(texts, trainer=trainer)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tokenizer.save(str(path))
-        return tokenizer
+        texts = (text for _, text in stdlib_docstrings())
+        return wordpiece(self.cache_dir / "tokenizer.json", texts, self.vocab_size)
 
     def _blocks(self) -> dict[str, torch.Tensor]:
         path = self.cache_dir / "blocks.pt"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from research.config.schema import Schema, fail, spec
 
@@ -65,3 +66,21 @@ class StdlibText(Schema):
     val_fraction: float = spec(0.1, gt=0.0, lt=1.0)
     test_fraction: float = spec(0.1, gt=0.0, lt=1.0)
     max_train_blocks: int | None = spec(None, ge=1)
+
+
+@dataclass
+class HFText(Schema):
+    targets = ("research.data.hf_text.HFTextDataModule",)
+    name: str = "ag_news"
+    data_files: Any = None
+    text_field: str = "text"
+    label_field: str = "label"
+    num_classes: int = spec(4, ge=2)
+    vocab_size: int = spec(8000, ge=100)
+    max_len: int = spec(128, ge=2)
+    data_dir: str = "data"
+    batch_size: int = spec(32, ge=1)
+    num_workers: int = spec(0, ge=0)
+    seed: int = spec(0, ge=0)
+    val_fraction: float = spec(0.1, gt=0.0, lt=1.0)
+    max_train_size: int | None = spec(None, ge=1)
