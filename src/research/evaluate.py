@@ -11,6 +11,7 @@ from lightning.pytorch.loggers import Logger
 from omegaconf import DictConfig, OmegaConf
 
 from research.checkpoints import CheckpointError, read_checkpoint
+from research.config.validate import one_line
 from research.job import run_job
 from research.tracking.record import RunRecord
 from research.tracking.run_dir import CHECKPOINT_DIR
@@ -38,6 +39,10 @@ def _evaluate(cfg: DictConfig, config: dict[str, Any], record: RunRecord, _: lis
     if not saved.is_file():
         raise RunDirError(f"run_dir={source} is not a run directory (no .hydra/config.yaml)")
     train_cfg = OmegaConf.load(saved)
+    try:
+        train_cfg.merge_with_dotlist(list(config.get("overrides") or []))
+    except Exception as err:  # noqa: BLE001 - OmegaConf's parse and key errors alike
+        raise ValueError(f"overrides={config.get('overrides')}: {one_line(err)}") from None
     checkpoint = _checkpoint(source, config["ckpt"])
     read_checkpoint(checkpoint)
     L.seed_everything(train_cfg.seed, verbose=False)
@@ -63,7 +68,12 @@ def _evaluate(cfg: DictConfig, config: dict[str, Any], record: RunRecord, _: lis
     run = trainer.test if config["split"] == "test" else trainer.validate
     results = run(module, datamodule=datamodule, ckpt_path=str(checkpoint))
     metrics = {k: v for result in results for k, v in result.items()}
-    record.fields.update(source_run_dir=str(source), checkpoint=str(checkpoint), final=metrics)
+    record.fields.update(
+        source_run_dir=str(source),
+        checkpoint=str(checkpoint),
+        eval_overrides=list(config.get("overrides") or []),
+        final=metrics,
+    )
     return metrics
 
 

@@ -47,3 +47,14 @@ def test_eval_of_a_missing_checkpoint_or_run_dir_fails_clearly(finished_run: Pat
     assert done.returncode == 1 and "checkpoint /no/such.ckpt does not exist" in done.stderr
     done = run_cli("research-eval", f"run_dir={workdir}", cwd=workdir)
     assert done.returncode == 1 and "is not a run directory" in done.stderr
+
+
+def test_eval_overrides_change_the_saved_config_for_this_evaluation(finished_run: Path, workdir):
+    done = run_cli(
+        "research-eval", f"run_dir={finished_run}", 'overrides=["data.normalize=false"]', cwd=workdir
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    (evaluation,) = run_dirs(workdir, task="eval")
+    m = metrics(evaluation)
+    assert m["eval_overrides"] == ["data.normalize=false"]
+    assert m["final"]["test/loss"] != pytest.approx(metrics(finished_run)["best"]["test/loss"])

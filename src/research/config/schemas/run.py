@@ -28,3 +28,4 @@ class EvalRun(Schema):
     run_dir: str = ""
     ckpt: str = "best"
     split: str = spec("test", choices=["test", "val"])
+    overrides: list[str] = spec([])
