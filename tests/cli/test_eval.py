@@ -50,9 +50,8 @@ def test_eval_of_a_missing_checkpoint_or_run_dir_fails_clearly(finished_run: Pat
 
 
 def test_eval_overrides_change_the_saved_config_for_this_evaluation(finished_run: Path, workdir):
-    done = run_cli(
-        "research-eval", f"run_dir={finished_run}", 'overrides=["data.normalize=false"]', cwd=workdir
-    )
+    change = 'overrides=["data.normalize=false"]'
+    done = run_cli("research-eval", f"run_dir={finished_run}", change, cwd=workdir)
     assert done.returncode == 0, done.stderr[-2000:]
     (evaluation,) = run_dirs(workdir, task="eval")
     m = metrics(evaluation)
