@@ -8,6 +8,7 @@ building the in-memory splits a matter of seconds.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import ClassVar
 
 import torch
 
@@ -15,8 +16,10 @@ from research.data.images import ImageArrays, ImageDataModule
 
 
 def _expected_folder(dataset_cls: type, root: str) -> Path:
-    base = getattr(dataset_cls, "base_folder", None)  # CIFAR keeps its own folder name
-    return Path(root) / base if base else Path(root) / dataset_cls.__name__ / "raw"
+    """Where torchvision looks: `<root>/<base_folder>` (CIFAR) or `<root>/<ClassName>/raw`."""
+    base = getattr(dataset_cls, "base_folder", None)
+    folder = Path(root) / base if base else Path(root) / dataset_cls.__name__ / "raw"
+    return folder.absolute()
 
 
 def _as_images(data: object) -> torch.Tensor:
@@ -32,19 +35,21 @@ def load_torchvision(class_name: str, root: str, download: bool) -> ImageArrays:
         import torchvision.datasets as datasets
     except ImportError:
         raise ImportError(
-            f"data={class_name.lower()} needs torchvision: pip install 'research[vision]'"
+            f"{class_name} needs torchvision, which is missing: pip install 'research[vision]'"
         ) from None
     dataset_cls = getattr(datasets, class_name)
     folder = _expected_folder(dataset_cls, root)
     try:
-        splits = [dataset_cls(root, train=train, download=download) for train in (True, False)]
-    except Exception as err:  # noqa: BLE001 - torchvision raises RuntimeError or URLError
-        action = "the download failed (no network?)" if download else "they are not there"
+        train, test = (dataset_cls(root, train=split, download=download) for split in (True, False))
+    except (RuntimeError, OSError) as err:  # not found / bad checksum, or a failed download
+        if download:
+            problem, remedy = "could not be downloaded to", "retry data.download=true with network"
+        else:
+            problem, remedy = "are missing or damaged in", "data.download=true fetches them"
         raise FileNotFoundError(
-            f"{class_name} files are expected in {folder} but {action}; set data.download=true "
-            f"with network access, or copy the official files there ({type(err).__name__})"
+            f"{class_name} files {problem} {folder}; {remedy}, or copy the official files there "
+            f"({type(err).__name__})"
         ) from None
-    train, test = splits
     return ImageArrays(
         _as_images(train.data),
         torch.as_tensor(train.targets, dtype=torch.long),
@@ -53,22 +58,29 @@ def load_torchvision(class_name: str, root: str, download: bool) -> ImageArrays:
     )
 
 
-class MNISTDataModule(ImageDataModule):
-    """28x28 grey handwritten digits; validation is carved from the official train split."""
+class TorchvisionDataModule(ImageDataModule):
+    """An image datamodule whose data is `torchvision.datasets.<dataset_name>`; validation is
+    carved from the official train split and the official test split is the test set."""
+
+    dataset_name: ClassVar[str]
 
     def load(self) -> ImageArrays:
-        return load_torchvision("MNIST", self.data_dir, self.download)
+        return load_torchvision(self.dataset_name, self.data_dir, self.download)
 
 
-class FashionMNISTDataModule(ImageDataModule):
-    """28x28 grey clothing images, a harder drop-in for MNIST."""
+class MNISTDataModule(TorchvisionDataModule):
+    """28x28 grey handwritten digits, 60k train / 10k test."""
 
-    def load(self) -> ImageArrays:
-        return load_torchvision("FashionMNIST", self.data_dir, self.download)
+    dataset_name = "MNIST"
 
 
-class CIFAR10DataModule(ImageDataModule):
-    """32x32 colour images of 10 object classes."""
+class FashionMNISTDataModule(TorchvisionDataModule):
+    """28x28 grey clothing images, 60k train / 10k test: a harder drop-in for MNIST."""
 
-    def load(self) -> ImageArrays:
-        return load_torchvision("CIFAR10", self.data_dir, self.download)
+    dataset_name = "FashionMNIST"
+
+
+class CIFAR10DataModule(TorchvisionDataModule):
+    """32x32 colour images of 10 object classes, 50k train / 10k test."""
+
+    dataset_name = "CIFAR10"
