@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from functools import partial
+from pathlib import Path
 
 import lightning as L
+import pytest
 import torch
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
@@ -13,11 +15,13 @@ from research.models.cnn import CNN
 from research.modules.classification import ClassificationModule
 from research.optim.schedulers import linear_with_warmup
 
+LR = 1e-2
 
-def _loader(n: int = 64, classes: int = 10, batch: int = 16) -> DataLoader:
-    generator = torch.Generator().manual_seed(0)
-    x = torch.randn(n, 1, 8, 8, generator=generator)
-    return DataLoader(TensorDataset(x, torch.arange(n) % classes), batch_size=batch)
+
+def _loader(n: int = 32, classes: int = 10, batch: int = 8, seed: int = 0) -> DataLoader:
+    generator = torch.Generator().manual_seed(seed)
+    images = torch.randn(n, 1, 8, 8, generator=generator)
+    return DataLoader(TensorDataset(images, torch.arange(n) % classes), batch_size=batch)
 
 
 def _trainer(**kwargs) -> L.Trainer:
@@ -34,68 +38,160 @@ def _trainer(**kwargs) -> L.Trainer:
 
 def _module(classes: int = 10, **kwargs) -> ClassificationModule:
     net = CNN(num_classes=classes, channels=[8], kernel_sizes=[3], hidden_sizes=[16])
+    optimizer = partial(torch.optim.Adam, lr=LR)
     return ClassificationModule(
-        net,
-        nn.CrossEntropyLoss(),
-        partial(torch.optim.Adam, lr=1e-2),
-        num_classes=classes,
-        **kwargs,
+        net, nn.CrossEntropyLoss(), optimizer, num_classes=classes, **kwargs
     )
 
 
-def test_logs_the_contract_metric_names():
-    trainer = _trainer(max_epochs=2)
+def test_fit_validate_and_test_log_the_contract_metric_names():
     module = _module()
-    trainer.fit(module, _loader(), _loader())
-    keys = set(trainer.callback_metrics)
-    assert {"train/loss_epoch", "train/acc", "val/loss", "val/acc", "val/acc_best"} <= keys
-    assert "val/acc_top3" in keys
-    (tested,) = trainer.test(module, _loader(), verbose=False)
-    assert {"test/acc", "test/acc_top3", "test/loss"} <= set(tested)
+    trainer = _trainer(
+        max_epochs=2, limit_train_batches=2, limit_val_batches=2, log_every_n_steps=1
+    )
+    trainer.fit(module, _loader(), _loader(seed=1))
+    assert {
+        "train/loss",
+        "train/acc",
+        "val/loss",
+        "val/acc",
+        "val/acc_best",
+        "val/acc_top3",
+    } <= set(trainer.callback_metrics)
+    (validated,) = trainer.validate(module, _loader(seed=1), verbose=False)
+    assert {"val/loss", "val/acc", "val/acc_top3"} <= set(validated)
+    (tested,) = trainer.test(module, _loader(seed=2), verbose=False)
+    assert set(tested) == {"test/loss", "test/acc", "test/acc_top3"}
+    assert 0.0 <= tested["test/acc"] <= tested["test/acc_top3"] <= 1.0
 
 
-def test_top_k_only_with_more_than_five_classes():
-    trainer = _trainer()
-    trainer.fit(_module(classes=4), _loader(classes=4), _loader(classes=4))
-    assert not any("top" in key for key in trainer.callback_metrics)
+def test_val_acc_best_is_the_maximum_over_epochs():
+    seen = []
+
+    class Record(L.Callback):
+        def on_validation_end(self, trainer, module):
+            seen.append(float(trainer.callback_metrics["val/acc"]))
+
+    trainer = _trainer(max_epochs=3, num_sanity_val_steps=0, callbacks=[Record()])
+    trainer.fit(_module(), _loader(), _loader(seed=1))
+    assert len(seen) == 3
+    assert float(trainer.callback_metrics["val/acc_best"]) == pytest.approx(max(seen))
 
 
-def test_scheduler_partial_is_stepped_every_optimizer_step():
-    module = _module(scheduler=partial(linear_with_warmup, warmup_steps=100))
-    trainer = _trainer(max_steps=7)
-    trainer.fit(module, _loader(n=160))
-    assert trainer.optimizers[0].param_groups[0]["lr"] == 1e-2 * 8 / 100
+@pytest.mark.parametrize(("classes", "has_top3"), [(4, False), (5, False), (6, True)])
+def test_top3_accuracy_only_with_more_than_five_classes(classes: int, has_top3: bool):
+    module = _module(classes=classes)
+    trainer = _trainer(limit_train_batches=1, limit_val_batches=1)
+    trainer.fit(module, _loader(classes=classes), _loader(classes=classes))
+    assert ("val/acc_top3" in trainer.callback_metrics) is has_top3
+    (tested,) = trainer.test(module, _loader(classes=classes), verbose=False)
+    assert ("test/acc_top3" in tested) is has_top3
+
+
+class LearningRates(L.Callback):
+    """The lr each training batch runs with, and the lr left after fitting."""
+
+    def __init__(self) -> None:
+        self.lrs: list[float] = []
+
+    def on_train_batch_start(self, trainer, module, batch, batch_idx):
+        self.lrs.append(trainer.optimizers[0].param_groups[0]["lr"])
+
+    def on_train_end(self, trainer, module):
+        self.lrs.append(trainer.optimizers[0].param_groups[0]["lr"])
+
+
+def test_scheduler_partial_is_stepped_every_optimizer_step_over_the_whole_fit():
+    """2 epochs x 4 batches = 8 steps: warmup 1/3, 2/3, 1, then linear decay to 0 at step 8."""
+    lrs = LearningRates()
+    module = _module(scheduler=partial(linear_with_warmup, warmup_steps=3))
+    trainer = _trainer(max_epochs=2, limit_train_batches=4, callbacks=[lrs])
+    trainer.fit(module, _loader())
+    factors = [1 / 3, 2 / 3, 1.0, 1.0, 0.8, 0.6, 0.4, 0.2, 0.0]
+    assert lrs.lrs == pytest.approx([LR * f for f in factors])
+
+
+def test_scheduler_counts_optimizer_steps_not_batches():
+    """With two batches per optimizer step, 8 batches are 4 steps: the lr changes every other."""
+    lrs = LearningRates()
+    module = _module(scheduler=partial(linear_with_warmup, warmup_steps=2))
+    trainer = _trainer(max_epochs=2, limit_train_batches=4, accumulate_grad_batches=2)
+    trainer.callbacks.append(lrs)
+    trainer.fit(module, _loader())
+    factors = [0.5, 0.5, 1.0, 1.0, 1.0, 1.0, 0.5, 0.5, 0.0]
+    assert lrs.lrs == pytest.approx([LR * f for f in factors])
+
+
+def test_without_a_scheduler_the_lr_stays_constant():
+    lrs = LearningRates()
+    _trainer(limit_train_batches=3, callbacks=[lrs]).fit(_module(), _loader())
+    assert lrs.lrs == [LR] * 4
 
 
 class KeywordNet(nn.Module):
+    """A text-style network: it only accepts its inputs as keywords."""
+
     def __init__(self) -> None:
         super().__init__()
-        self.linear = nn.Linear(4, 3)
+        self.embed = nn.EmbeddingBag(10, 3, mode="sum")
 
-    def forward(self, features: torch.Tensor) -> torch.Tensor:
-        return self.linear(features)
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        return self.embed(input_ids, per_sample_weights=attention_mask.float())
+
+
+def _dict_batches(count: int) -> list[dict[str, torch.Tensor]]:
+    generator = torch.Generator().manual_seed(0)
+    return [
+        {
+            "input_ids": torch.randint(0, 10, (8, 5), generator=generator),
+            "attention_mask": torch.ones(8, 5, dtype=torch.long),
+            "labels": torch.arange(8) % 3,
+        }
+        for _ in range(count)
+    ]
 
 
 def test_dict_batches_with_labels_reach_the_network_as_keywords():
-    batches = [{"features": torch.randn(8, 4), "labels": torch.arange(8) % 3} for _ in range(3)]
     module = ClassificationModule(
         KeywordNet(), nn.CrossEntropyLoss(), partial(torch.optim.SGD, lr=0.1), num_classes=3
     )
-    loader = DataLoader(batches, batch_size=None)
-    (tested,) = _trainer().test(module, loader, verbose=False)
+    before = module.net.embed.weight.detach().clone()
+    loader = DataLoader(_dict_batches(3), batch_size=None)
+    trainer = _trainer(log_every_n_steps=1)
+    trainer.fit(module, loader, loader)
+    assert not torch.equal(before, module.net.embed.weight)
+    assert {"train/loss", "val/loss", "val/acc"} <= set(trainer.callback_metrics)
+    (tested,) = trainer.test(module, loader, verbose=False)
     assert 0.0 <= tested["test/acc"] <= 1.0
 
 
-def test_best_val_acc_is_saved_for_resume():
-    assert any(key.startswith("best_val_acc") for key in _module().state_dict())
+def test_best_val_acc_is_persistent_state():
+    assert "best_val_acc.max_value" in _module().state_dict()
 
 
-def test_overfits_a_fixed_batch():
+def test_best_val_acc_survives_a_checkpoint_resume(tmp_path: Path):
+    """A resumed run must not forget a best value reached before the interruption."""
+    module = _module()
+    trainer = _trainer(limit_train_batches=1, num_sanity_val_steps=0)
+    trainer.fit(module, _loader(), _loader(seed=1))
+    module.best_val_acc.update(torch.tensor(0.99))  # a best the random data cannot reach again
+    trainer.save_checkpoint(tmp_path / "last.ckpt")
+
+    resumed = _module()
+    trainer = _trainer(max_epochs=2, limit_train_batches=1, num_sanity_val_steps=0)
+    trainer.fit(resumed, _loader(), _loader(seed=1), ckpt_path=tmp_path / "last.ckpt")
+    assert trainer.current_epoch == 2
+    assert float(trainer.callback_metrics["val/acc"]) < 0.99
+    assert float(trainer.callback_metrics["val/acc_best"]) == pytest.approx(0.99)
+
+
+def test_overfits_32_fixed_samples_in_50_steps():
     torch.manual_seed(0)
     module = _module()
-    trainer = _trainer(max_epochs=60)
+    trainer = _trainer(max_steps=50, max_epochs=-1)
     trainer.fit(module, _loader(n=32, batch=32))
-    assert trainer.callback_metrics["train/acc"] == 1.0
+    assert trainer.global_step == 50
+    assert float(trainer.callback_metrics["train/acc"]) == 1.0
 
 
 def test_each_evaluation_length_gets_its_own_metrics():

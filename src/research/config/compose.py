@@ -15,7 +15,7 @@ from hydra import compose, initialize_config_dir
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import Override, OverrideType
 from hydra.errors import HydraException
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from research.config.errors import ConfigError
@@ -89,13 +89,32 @@ def expand(overrides: Sequence[str]) -> list[list[str]]:
     return combos
 
 
+def _known_keys(config_name: str, overrides: list[str], key: str) -> str:
+    """'; <parent> has: a, b' for the nearest existing parent of the unknown `key`."""
+    rest = [o for o in overrides if o.split("=", 1)[0] != key]
+    try:
+        cfg = compose(config_name=config_name, overrides=rest)
+    except (HydraException, OmegaConfBaseException):
+        return ""
+    parent = key
+    while parent:
+        parent = parent.rpartition(".")[0]
+        node = OmegaConf.select(cfg, parent) if parent else cfg
+        if isinstance(node, DictConfig):
+            keys = sorted(str(k) for k in node if not str(k).startswith("_"))
+            return f"; {parent or 'the config'} has: {', '.join(keys)}"
+    return ""
+
+
 def _compose_one(config_name: str, overrides: list[str]) -> DictConfig:
     try:
         return compose(config_name=config_name, overrides=overrides)
     except (HydraException, OmegaConfBaseException) as err:
         lines = [ln.strip() for ln in str(err).splitlines() if ln.strip()]
         if lines and lines[0].startswith("Could not override") and len(lines) > 1:
-            raise ConfigError(f"{lines[0].rstrip('.')}: no such key ({lines[1]})") from None
+            key = lines[0].split("'")[1] if lines[0].count("'") >= 2 else ""
+            known = _known_keys(config_name, overrides, key) if key else ""
+            raise ConfigError(f"{lines[0].rstrip('.')}: no such key{known} ({lines[1]})") from None
         raise ConfigError(one_line(err)) from None
 
 

@@ -95,7 +95,8 @@ def _check_rules(at: str, key: str, value: Any, rules: dict[str, Any]) -> None:
         return
     choices = rules.get("choices")
     if choices is not None and value not in choices:
-        fail(at, key, f"={value!r} is not valid; choose one of: {', '.join(map(str, choices))}")
+        listed = ", ".join(dict.fromkeys(map(str, choices)))
+        fail(at, key, f"={value!r} is not valid; choose one of: {listed}")
     bounds: dict[str, tuple[Callable[[Any, Any], bool], str]] = {
         "gt": (lambda v, b: v > b, ">"),
         "ge": (lambda v, b: v >= b, ">="),

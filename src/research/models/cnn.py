@@ -32,6 +32,11 @@ class CNN(nn.Module):
                 f"CNN got {len(channels)} channels but {len(kernel_sizes)} kernel_sizes; "
                 "give one kernel size per conv block"
             )
+        if any(k < 1 or k % 2 == 0 for k in kernel_sizes):
+            raise ValueError(
+                f"CNN kernel_sizes={list(kernel_sizes)} must be odd positive integers "
+                "(padding k // 2 keeps the image size only for odd k)"
+            )
         final_size = image_size >> len(channels)
         if final_size < 1:
             raise ValueError(

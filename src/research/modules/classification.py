@@ -116,7 +116,8 @@ class ClassificationModule(L.LightningModule):
 
     def on_validation_epoch_end(self) -> None:
         values = self._eval_epoch_end("val")
-        if not self.trainer.sanity_checking:
+        # Only training moves the best value; a standalone validate (research-eval) must not.
+        if not self.trainer.sanity_checking and self.trainer.state.fn == "fit":
             self.best_val_acc.update(values["val/acc"])
             self.log("val/acc_best", self.best_val_acc.compute())
 
