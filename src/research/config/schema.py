@@ -11,13 +11,14 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
-from collections.abc import Callable, Iterable
-from typing import Any, ClassVar
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, ClassVar, TypeVar
 
 from research.config.errors import ConfigError
 
 _HYDRA_KEYS = {"_target_", "_partial_", "_recursive_", "_convert_", "_args_"}
 SCHEMAS: dict[str, type[Schema]] = {}
+S = TypeVar("S", bound="Schema")
 
 
 def spec(default: Any = dataclasses.MISSING, **rules: Any) -> Any:
@@ -41,6 +42,42 @@ class Schema:
 
     def check(self, at: str) -> None:
         """Cross-field rules; `at` is the config path of this node, for the error message."""
+
+    @classmethod
+    def build(cls: type[S], config: S | None = None, params: Mapping[str, Any] | None = None) -> S:
+        """The checked config a component is constructed from: `config` as given, or `params`
+        (keyword arguments, e.g. from Hydra's instantiate) checked exactly as the CLI checks
+        them before torch loads, so a wrong value fails the same way in Python and on the
+        command line."""
+        name = cls.__name__.removesuffix("Config")
+        if config is not None:
+            if params:
+                raise ConfigError(
+                    f"{name}: pass a {cls.__name__} or keyword arguments, not both "
+                    f"(got {', '.join(sorted(params))} too)"
+                )
+            if not isinstance(config, cls):
+                raise ConfigError(f"{name}: config must be a {cls.__name__}, got {config!r}")
+            config.check(name)
+            return config
+        return check_node(name, plain(dict(params or {})), cls)  # type: ignore[return-value]
+
+    def as_dict(self) -> dict[str, Any]:
+        """Field values as plain containers (what a checkpoint or save_pretrained stores)."""
+        return dataclasses.asdict(self)  # type: ignore[call-overload]
+
+
+def plain(value: Any) -> Any:
+    """OmegaConf containers (what instantiate passes for list and dict values) as plain ones."""
+    if type(value).__module__.startswith("omegaconf"):
+        from omegaconf import OmegaConf
+
+        return OmegaConf.to_container(value, resolve=True)
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    return value
 
 
 def fail(at: str, key: str, message: str) -> typing.NoReturn:
@@ -118,7 +155,8 @@ def check_node(at: str, node: dict[str, Any], schema: type[Schema]) -> Schema:
             continue
         if key not in fields:
             valid = ", ".join(sorted(fields) + list(schema.passthrough))
-            fail(at, key, f"is not an option of {schema.targets[0]}; valid options: {valid}")
+            owner = schema.targets[0] if schema.targets else schema.__name__
+            fail(at, key, f"is not an option of {owner}; valid options: {valid}")
         ok, converted = _coerce(value, hints[key])
         if not ok:
             fail(at, key, f"={value!r} must be {_type_name(hints[key])}")

@@ -1,12 +1,23 @@
-"""Typed schemas of every `_target_` the shipped configs name; importing registers them."""
+"""Where the parameter declarations live; importing this module registers all of them.
 
-from research.config.schemas import (  # noqa: F401
-    data,
-    lightning,
-    losses,
-    models,
-    optim,
-    retrieval,
-    retrieval_data,
-    run,
+Our own components declare their parameters once, in a torch-free `configs.py` beside them
+(e.g. `research.models.configs`), and take that declaration in their constructors. The modules
+here declare what we only configure: Lightning's Trainer, callbacks and loggers, torch's
+optimizers, and the entry configs' top-level keys.
+"""
+
+from importlib import import_module
+
+DECLARATIONS = (
+    "research.config.schemas.run",
+    "research.config.schemas.lightning",
+    "research.config.schemas.optim",
+    "research.config.schemas.models",
+    "research.config.schemas.losses",
+    "research.config.schemas.retrieval",
+    "research.config.schemas.data",
+    "research.config.schemas.retrieval_data",
 )
+
+for _name in DECLARATIONS:
+    import_module(_name)
