@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from research.data.codesearch import StdlibCodeSearchDataModule
-from research.modules.retrieval import METRICS
+from research.tasks.retrieval import METRICS
 from research.retrieval.bm25 import bm25_rank
 from research.retrieval.metrics import evaluate_run
 from research.utils.backbones import default_backbone

@@ -82,7 +82,7 @@ def test_gradcheck_in_float64(size_average):
 @pytest.mark.parametrize(
     ("kwargs", "shapes", "message"),
     [
-        ({"temperature": 0.0}, (2, 4), "temperature must be > 0, got 0.0"),
+        ({"temperature": 0.0}, (2, 4), "temperature=0.0 is out of range; it must be > 0.0"),
         ({}, (2, 5), "2 queries and 5 documents"),
         ({}, (0, 0), "0 queries and 0 documents"),
     ],

@@ -34,7 +34,7 @@ def test_hand_computed_kl_batchmean(temperature):
     teacher = [[3.0, 1.0], [0.0, 0.5]]
     student = [[1.0, 0.0], [0.5, 2.0]]
     expected = sum(_kl(t, s, temperature) for t, s in zip(teacher, student, strict=True)) / 2
-    loss = Distillation(temperature)(*_hand_batch(), teacher_scores=torch.tensor(teacher))
+    loss = Distillation(temperature=temperature)(*_hand_batch(), teacher_scores=torch.tensor(teacher))
     assert loss.item() == pytest.approx(expected)
 
 
@@ -65,12 +65,12 @@ def test_gradcheck_in_float64():
 @pytest.mark.parametrize(
     ("temperature", "teacher_shape", "message"),
     [
-        (-1.0, (2, 2), "temperature must be > 0, got -1.0"),
+        (-1.0, (2, 2), "temperature=-1.0 is out of range; it must be > 0.0"),
         (1.0, (2, 3), r"teacher_scores must have shape .* = \(2, 2\), got \(2, 3\)"),
         (1.0, (4,), r"got \(4,\)"),
     ],
 )
 def test_mistakes_raise_one_line(temperature, teacher_shape, message):
     with pytest.raises(ValueError, match=message) as error:
-        Distillation(temperature)(*_hand_batch(), teacher_scores=torch.zeros(teacher_shape))
+        Distillation(temperature=temperature)(*_hand_batch(), teacher_scores=torch.zeros(teacher_shape))
     assert "\n" not in str(error.value)

@@ -19,7 +19,14 @@ def _layers(net: nn.Module, kind: type[nn.Module]) -> list[nn.Module]:
     [(8, [4]), (8, [4, 8]), (8, [2, 2, 2]), (28, [4, 8]), (28, [2, 4, 8]), (32, [4, 4, 4, 4])],
 )
 def test_output_shape_for_any_channels_size_and_depth(in_channels, image_size, channels):
-    net = CNN(in_channels, image_size, 7, channels, [3] * len(channels), hidden_sizes=[6])
+    net = CNN(
+        in_channels=in_channels,
+        image_size=image_size,
+        num_classes=7,
+        channels=channels,
+        kernel_sizes=[3] * len(channels),
+        hidden_sizes=[6],
+    )
     assert net(torch.randn(2, in_channels, image_size, image_size)).shape == (2, 7)
     assert len(_layers(net, nn.MaxPool2d)) == len(channels)
     assert _layers(net, nn.Conv2d)[0].in_channels == in_channels
@@ -27,7 +34,14 @@ def test_output_shape_for_any_channels_size_and_depth(in_channels, image_size, c
 
 def test_head_input_size_follows_image_size_and_depth():
     """28 -> 14 -> 7 -> 3 with three blocks: the head sees 8 channels of 3x3."""
-    net = CNN(1, 28, 10, [4, 4, 8], [3, 5, 3], hidden_sizes=[])
+    net = CNN(
+        in_channels=1,
+        image_size=28,
+        num_classes=10,
+        channels=[4, 4, 8],
+        kernel_sizes=[3, 5, 3],
+        hidden_sizes=[],
+    )
     (head,) = _layers(net.classifier, nn.Linear)
     assert head.in_features == 8 * 3 * 3
     assert [c.kernel_size for c in _layers(net, nn.Conv2d)] == [(3, 3), (5, 5), (3, 3)]
@@ -58,19 +72,33 @@ def test_dropout_value_is_applied_after_each_hidden_layer():
 
 
 def test_empty_hidden_sizes_is_a_linear_head():
-    net = CNN(3, 16, 5, [4, 6], [3, 3], hidden_sizes=[])
+    net = CNN(
+        in_channels=3,
+        image_size=16,
+        num_classes=5,
+        channels=[4, 6],
+        kernel_sizes=[3, 3],
+        hidden_sizes=[],
+    )
     assert [type(m) for m in net.classifier] == [nn.Flatten, nn.Linear]
     assert net.classifier[1].in_features == 6 * 4 * 4
     assert net(torch.randn(2, 3, 16, 16)).shape == (2, 5)
 
 
 def test_extra_repr_names_the_shape_arguments():
-    assert "in_channels=3, image_size=32, num_classes=7" in repr(CNN(3, 32, 7))
+    assert "in_channels=3, image_size=32, num_classes=7" in repr(CNN(in_channels=3, image_size=32, num_classes=7))
 
 
 def test_every_parameter_gets_a_gradient():
     torch.manual_seed(0)
-    net = CNN(3, 8, 4, channels=[4, 4], kernel_sizes=[3, 3], hidden_sizes=[8])
+    net = CNN(
+        in_channels=3,
+        image_size=8,
+        num_classes=4,
+        channels=[4, 4],
+        kernel_sizes=[3, 3],
+        hidden_sizes=[8],
+    )
     nn.functional.cross_entropy(net(torch.randn(6, 3, 8, 8)), torch.arange(6) % 4).backward()
     for name, parameter in net.named_parameters():
         assert parameter.grad is not None and parameter.grad.abs().sum() > 0, name
@@ -79,10 +107,10 @@ def test_every_parameter_gets_a_gradient():
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"channels": [8, 8], "kernel_sizes": [3]}, "2 channels but 1 kernel_sizes"),
+        ({"channels": [8, 8], "kernel_sizes": [3]}, "kernel_sizes has 1 entries but channels has 2"),
         ({"channels": [8], "kernel_sizes": [3, 3]}, "one kernel size per conv block"),
-        ({"image_size": 8, "channels": [4] * 4, "kernel_sizes": [3] * 4}, "image_size >= 16"),
-        ({"image_size": 28, "channels": [4] * 5, "kernel_sizes": [3] * 5}, "got 28"),
+        ({"image_size": 8, "channels": [4] * 4, "kernel_sizes": [3] * 4}, "4 pooling blocks, too many for image_size=8"),
+        ({"image_size": 28, "channels": [4] * 5, "kernel_sizes": [3] * 5}, "too many for image_size=28"),
         # Fails against cnn.py as written: padding k // 2 keeps the size only for odd k, so an
         # even kernel breaks the head's size and forward() dies with a matmul shape error.
         ({"image_size": 28, "channels": [4] * 3, "kernel_sizes": [2] * 3}, "odd"),

@@ -11,24 +11,6 @@ from research.config import schemas  # noqa: F401  (registers the schemas)
 from research.config.errors import ConfigError, one_line
 from research.config.schema import SCHEMAS, check_node, walk_targets
 
-# Keys of the entry configs that are groups, not run settings.
-GROUP_KEYS = {
-    "data",
-    "model",
-    "loss",
-    "optimizer",
-    "scheduler",
-    "trainer",
-    "logger",
-    "callbacks",
-    "paths",
-    "hydra",
-    "debug",
-    "hparams_search",
-    "ablation",
-}
-
-
 def resolve(cfg: DictConfig) -> dict[str, Any]:
     """The config as plain containers with interpolations resolved (Hydra's own node dropped)."""
     plain = OmegaConf.to_container(cfg, resolve=False)
@@ -45,13 +27,21 @@ def resolve(cfg: DictConfig) -> dict[str, Any]:
 
 
 def validate(cfg: DictConfig, entry: str = "train") -> dict[str, Any]:
-    """Validate `cfg` and return it resolved; the first problem raises a one-line ConfigError."""
-    resolved = resolve(cfg)
-    run_keys = {k: v for k, v in resolved.items() if k not in GROUP_KEYS}
+    """Validate `cfg` and return it resolved; the first problem raises a one-line ConfigError.
+
+    The entry config's own keys (seed, ckpt_path, ...) are checked against its run schema;
+    every other node with a `_target_`, in whatever group or depth, against the declaration of
+    that target, so a new config group is checked without being listed anywhere.
+    """
+    return validate_resolved(resolve(cfg), entry)
+
+
+def validate_resolved(resolved: dict[str, Any], entry: str = "train") -> dict[str, Any]:
+    """`validate` for a config already resolved to plain containers (e.g. a saved run's)."""
     run_schema = SCHEMAS[f"@{entry}"]
-    known = {k: v for k, v in run_keys.items() if k in run_schema.__dataclass_fields__}
-    check_node("", known, run_schema)
-    for at, node in walk_targets({k: v for k, v in resolved.items() if k in GROUP_KEYS}):
+    run_fields = run_schema.__dataclass_fields__
+    check_node("", {k: v for k, v in resolved.items() if k in run_fields}, run_schema)
+    for at, node in walk_targets({k: v for k, v in resolved.items() if k not in run_fields}):
         schema = SCHEMAS.get(str(node["_target_"]))
         if schema is not None:
             check_node(at, node, schema)

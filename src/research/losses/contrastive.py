@@ -9,12 +9,15 @@ positive, so the target of query i is column i*G.
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 import torch.distributed as dist
 from torch import Tensor, nn
 from torch.distributed.nn.functional import all_gather
 from torch.nn import functional as F
 
+from research.losses.configs import ContrastiveConfig
 from research.retrieval.maxsim import maxsim_matrix
 
 
@@ -30,18 +33,12 @@ class Contrastive(nn.Module):
     on one device means the same on several.
     """
 
-    def __init__(
-        self,
-        temperature: float = 1.0,
-        size_average: bool = True,
-        gather_across_devices: bool = True,
-    ) -> None:
+    def __init__(self, config: ContrastiveConfig | None = None, **params: Any) -> None:
         super().__init__()
-        if temperature <= 0:
-            raise ValueError(f"Contrastive temperature must be > 0, got {temperature}")
-        self.temperature = temperature
-        self.size_average = size_average
-        self.gather_across_devices = gather_across_devices
+        self.config = c = ContrastiveConfig.build(config, params)
+        self.temperature = c.temperature
+        self.size_average = c.size_average
+        self.gather_across_devices = c.gather_across_devices
 
     def forward(
         self, queries: Tensor, query_mask: Tensor, documents: Tensor, document_mask: Tensor

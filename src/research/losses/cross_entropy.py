@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import nn
 
+from research.losses.configs import CrossEntropyConfig
 
-def cross_entropy(
-    weight: list[float] | None = None,
-    ignore_index: int = -100,
-    reduction: str = "mean",
-    label_smoothing: float = 0.0,
-) -> nn.CrossEntropyLoss:
+
+def cross_entropy(config: CrossEntropyConfig | None = None, **params: Any) -> nn.CrossEntropyLoss:
     """`nn.CrossEntropyLoss` whose class weights come as a YAML list instead of a tensor."""
+    c = CrossEntropyConfig.build(config, params)
     return nn.CrossEntropyLoss(
-        weight=torch.tensor(weight, dtype=torch.float32) if weight is not None else None,
-        ignore_index=ignore_index,
-        reduction=reduction,
-        label_smoothing=label_smoothing,
+        weight=torch.tensor(c.weight, dtype=torch.float32) if c.weight is not None else None,
+        ignore_index=c.ignore_index,
+        reduction=c.reduction,
+        label_smoothing=c.label_smoothing,
     )

@@ -8,9 +8,12 @@ default, min-max normalises the student's scores first; we do not normalise.
 
 from __future__ import annotations
 
+from typing import Any
+
 from torch import Tensor, nn
 from torch.nn import functional as F
 
+from research.losses.configs import DistillationConfig
 from research.losses.contrastive import documents_per_query
 from research.retrieval.maxsim import maxsim_pairs
 
@@ -22,11 +25,10 @@ class Distillation(nn.Module):
     al. (2015) the loss is not multiplied by T^2.
     """
 
-    def __init__(self, temperature: float = 1.0) -> None:
+    def __init__(self, config: DistillationConfig | None = None, **params: Any) -> None:
         super().__init__()
-        if temperature <= 0:
-            raise ValueError(f"Distillation temperature must be > 0, got {temperature}")
-        self.temperature = temperature
+        self.config = DistillationConfig.build(config, params)
+        self.temperature = self.config.temperature
 
     def forward(
         self,

@@ -26,10 +26,12 @@ from types import ModuleType
 from typing import Any
 
 import torch
+from dataclasses import replace
 from safetensors.torch import load_file, save_file
 from torch import Tensor, nn
 from torch.nn import functional as F
 
+from research.models.configs import ColBERTConfig
 from research.retrieval.maxsim import maxsim_pairs, pad_embeddings
 from research.utils.backbones import MINILM_HUB_ID, default_backbone
 
@@ -47,45 +49,26 @@ PROGRESS_BAR_ABOVE = 1000
 class ColBERT(nn.Module):
     """Per-token embeddings of queries and documents, scored with MaxSim."""
 
-    def __init__(
-        self,
-        backbone: str | None = None,
-        embedding_size: int = 128,
-        max_length_query: int = 32,
-        max_length_document: int = 350,
-        attend_to_expansion_tokens: bool = False,
-        skiplist_punctuation: bool = True,
-        query_marker: str = "[Q]",
-        document_marker: str = "[D]",
-    ) -> None:
+    def __init__(self, config: ColBERTConfig | None = None, **params: Any) -> None:
         super().__init__()
-        name = backbone if backbone is not None else default_backbone()
-        arguments = {
-            "backbone": name,
-            "embedding_size": embedding_size,
-            "max_length_query": max_length_query,
-            "max_length_document": max_length_document,
-            "attend_to_expansion_tokens": attend_to_expansion_tokens,
-            "skiplist_punctuation": skiplist_punctuation,
-            "query_marker": query_marker,
-            "document_marker": document_marker,
-        }
-        _check_arguments(arguments)
-        transformers = _import_transformers(name)
+        config = ColBERTConfig.build(config, params)
+        if config.backbone is None:
+            config = replace(config, backbone=default_backbone())
+        transformers = _import_transformers(config.backbone)
         self._setup(
-            arguments,
-            transformers.AutoModel.from_pretrained(name),
-            transformers.AutoTokenizer.from_pretrained(name),
+            config,
+            transformers.AutoModel.from_pretrained(config.backbone),
+            transformers.AutoTokenizer.from_pretrained(config.backbone),
         )
 
-    def _setup(self, arguments: dict[str, Any], encoder: nn.Module, tokenizer: Any) -> None:
+    def _setup(self, config: ColBERTConfig, encoder: nn.Module, tokenizer: Any) -> None:
         """Attach backbone, tokenizer (with markers) and projection; shared by both loaders."""
-        self.arguments = dict(arguments)
-        self.embedding_size: int = arguments["embedding_size"]
-        self.max_length_query: int = arguments["max_length_query"]
-        self.max_length_document: int = arguments["max_length_document"]
-        self.attend_to_expansion_tokens: bool = arguments["attend_to_expansion_tokens"]
-        self.skiplist_punctuation: bool = arguments["skiplist_punctuation"]
+        self.config = config
+        self.embedding_size = config.embedding_size
+        self.max_length_query = config.max_length_query
+        self.max_length_document = config.max_length_document
+        self.attend_to_expansion_tokens = config.attend_to_expansion_tokens
+        self.skiplist_punctuation = config.skiplist_punctuation
         positions = getattr(encoder.config, "max_position_embeddings", None)
         longest = max(self.max_length_query, self.max_length_document)
         if positions is not None and longest > positions:
@@ -97,9 +80,9 @@ class ColBERT(nn.Module):
         if tokenizer.mask_token_id is None or tokenizer.pad_token_id is None:
             raise ValueError(
                 f"ColBERT needs a backbone tokenizer with mask and pad tokens (query "
-                f"augmentation pads with [MASK]); {arguments['backbone']} lacks one"
+                f"augmentation pads with [MASK]); {config.backbone} lacks one"
             )
-        markers = [arguments["query_marker"], arguments["document_marker"]]
+        markers = [config.query_marker, config.document_marker]
         tokenizer.add_tokens(markers, special_tokens=True)
         tokenizer.padding_side = "right"  # the marker goes at a fixed position after [CLS]
         if len(tokenizer) > encoder.get_input_embeddings().num_embeddings:
@@ -235,13 +218,13 @@ class ColBERT(nn.Module):
         return torch.cat(scores)
 
     def save_pretrained(self, path: str | Path) -> None:
-        """Weights as safetensors (no pickle), every __init__ argument as JSON, backbone config
+        """Weights as safetensors (no pickle), the ColBERTConfig as JSON, backbone config
         and tokenizer: the folder alone rebuilds the model, offline."""
         folder = Path(path)
         folder.mkdir(parents=True, exist_ok=True)
         state = {k: v.detach().cpu().contiguous() for k, v in self.state_dict().items()}
         save_file(state, str(folder / WEIGHTS_FILE), metadata={"format": "pt"})
-        (folder / CONFIG_FILE).write_text(json.dumps(self.arguments, indent=2) + "\n")
+        (folder / CONFIG_FILE).write_text(json.dumps(self.config.as_dict(), indent=2) + "\n")
         self.backbone.config.save_pretrained(folder)
         self.tokenizer.save_pretrained(folder)
 
@@ -258,24 +241,18 @@ class ColBERT(nn.Module):
                 f"(ColBERT.save_pretrained writes {', '.join(needed)})"
             )
         saved = json.loads((folder / CONFIG_FILE).read_text())
-        unknown = sorted(set(overrides) - set(saved))
-        if unknown:
-            raise ValueError(
-                f"ColBERT.from_pretrained got unknown arguments {unknown}; valid: {sorted(saved)}"
-            )
         for name in FIXED_BY_WEIGHTS:
             if name in overrides and overrides[name] != saved[name]:
                 raise ValueError(
                     f"{name}={overrides[name]!r} contradicts the saved weights, which have "
                     f"{name}={saved[name]!r} ({folder}); drop the {name} override"
                 )
-        arguments = {**saved, **overrides}
-        _check_arguments(arguments)
+        config = ColBERTConfig.build(params={**saved, **overrides})
         transformers = _import_transformers(folder)
         model = cls.__new__(cls)
         nn.Module.__init__(model)
         model._setup(
-            arguments,
+            config,
             transformers.AutoModel.from_config(transformers.AutoConfig.from_pretrained(folder)),
             transformers.AutoTokenizer.from_pretrained(folder),
         )
@@ -288,22 +265,6 @@ class ColBERT(nn.Module):
             f"max_length_document={self.max_length_document}, "
             f"attend_to_expansion_tokens={self.attend_to_expansion_tokens}, "
             f"skiplist_punctuation={self.skiplist_punctuation}"
-        )
-
-
-def _check_arguments(arguments: dict[str, Any]) -> None:
-    """One-line errors for values no backbone can take, before the (slow) backbone loads."""
-    if arguments["embedding_size"] < 1:
-        raise ValueError(f"ColBERT embedding_size must be >= 1, got {arguments['embedding_size']}")
-    for name in ("max_length_query", "max_length_document"):
-        if arguments[name] < 3:
-            raise ValueError(
-                f"ColBERT {name} must be >= 3 ([CLS], marker, [SEP]), got {arguments[name]}"
-            )
-    if arguments["query_marker"] == arguments["document_marker"]:
-        raise ValueError(
-            f"ColBERT query_marker and document_marker must differ, both are "
-            f"{arguments['query_marker']!r}"
         )
 
 

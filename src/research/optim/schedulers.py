@@ -1,23 +1,30 @@
 """Per-step learning-rate schedules with linear warmup.
 
-Each factory has the signature `(optimizer, total_steps, ...) -> LambdaLR` so a config partial
-only needs the optimizer and the run's step count, which the LightningModule knows at fit time.
+Each factory has the signature `(optimizer, total_steps, config=None, **params) -> LambdaLR`
+so a config partial only needs the optimizer and the run's step count, which the task knows at
+fit time; the parameters are declared in `research.optim.configs`.
 """
 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from torch.optim import Optimizer
 from torch.optim.lr_scheduler import LambdaLR
+
+from research.optim.configs import CosineConfig, WarmupConfig
 
 
 def _warmup(step: int, warmup_steps: int) -> float:
     return (step + 1) / warmup_steps if step < warmup_steps else 1.0
 
 
-def linear_with_warmup(optimizer: Optimizer, total_steps: int, warmup_steps: int = 0) -> LambdaLR:
+def linear_with_warmup(
+    optimizer: Optimizer, total_steps: int, config: WarmupConfig | None = None, **params: Any
+) -> LambdaLR:
     """Linear warmup to the base lr, then linear decay to 0 at `total_steps`."""
+    warmup_steps = WarmupConfig.build(config, params).warmup_steps
 
     def factor(step: int) -> float:
         if step < warmup_steps:
@@ -28,9 +35,11 @@ def linear_with_warmup(optimizer: Optimizer, total_steps: int, warmup_steps: int
 
 
 def cosine_with_warmup(
-    optimizer: Optimizer, total_steps: int, warmup_steps: int = 0, min_lr_ratio: float = 0.0
+    optimizer: Optimizer, total_steps: int, config: CosineConfig | None = None, **params: Any
 ) -> LambdaLR:
     """Linear warmup, then half a cosine from the base lr down to `min_lr_ratio` x base lr."""
+    c = CosineConfig.build(config, params)
+    warmup_steps, min_lr_ratio = c.warmup_steps, c.min_lr_ratio
 
     def factor(step: int) -> float:
         if step < warmup_steps:
@@ -42,13 +51,14 @@ def cosine_with_warmup(
 
 
 def inverse_sqrt_with_warmup(
-    optimizer: Optimizer, total_steps: int, warmup_steps: int = 0
+    optimizer: Optimizer, total_steps: int, config: WarmupConfig | None = None, **params: Any
 ) -> LambdaLR:
     """Vaswani et al. (2017): linear warmup, then decay proportional to 1/sqrt(step).
 
     `total_steps` is unused (the schedule has no end) but kept for a uniform signature.
     """
     del total_steps
+    warmup_steps = WarmupConfig.build(config, params).warmup_steps
     pivot = max(1, warmup_steps)
 
     def factor(step: int) -> float:

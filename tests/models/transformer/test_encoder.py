@@ -107,7 +107,9 @@ def test_ntk_and_yarn_follow_their_formulas():
 @pytest.mark.parametrize("norm", ["post", "pre"])
 def test_padding_does_not_change_real_positions(position: str, norm: str):
     torch.manual_seed(0)
-    model = TransformerEncoder(30, D, 2, H, position=position, norm=norm, dropout=0.0).eval()
+    model = TransformerEncoder(
+        vocab_size=30, d_model=D, n_layers=2, n_heads=H, position=position, norm=norm, dropout=0.0
+    ).eval()
     ids = torch.randint(1, 30, (1, 6))
     padded = torch.cat([ids, torch.zeros(1, 4, dtype=torch.long)], dim=1)
     mask = (padded != 0).long()
@@ -125,7 +127,7 @@ def test_grouped_and_multi_query_attention():
 def test_mean_pooling_ignores_padding_and_cls_uses_the_first_token():
     torch.manual_seed(0)
     model = SequenceClassifier(
-        3, "mean", vocab_size=30, d_model=D, n_layers=1, n_heads=H, dropout=0.0
+        num_classes=3, pooling="mean", vocab_size=30, d_model=D, n_layers=1, n_heads=H, dropout=0.0
     )
     model.eval()
     ids = torch.randint(1, 30, (1, 5))
@@ -136,7 +138,7 @@ def test_mean_pooling_ignores_padding_and_cls_uses_the_first_token():
 def test_last_pooling_reads_each_rows_last_real_token():
     torch.manual_seed(0)
     model = SequenceClassifier(
-        3, "last", vocab_size=30, d_model=D, n_layers=1, n_heads=H, dropout=0.0
+        num_classes=3, pooling="last", vocab_size=30, d_model=D, n_layers=1, n_heads=H, dropout=0.0
     ).eval()
     short, full = torch.randint(1, 30, (1, 5)), torch.randint(1, 30, (1, 8))
     batch = torch.cat([torch.cat([short, torch.zeros(1, 3, dtype=torch.long)], 1), full])
@@ -152,7 +154,9 @@ def test_last_pooling_reads_each_rows_last_real_token():
 
 def test_embedding_std_sets_token_and_learned_position_tables_only():
     torch.manual_seed(0)
-    model = TransformerEncoder(2000, 64, 2, H, position="learned", embedding_std=1.0)
+    model = TransformerEncoder(
+        vocab_size=2000, d_model=64, n_layers=2, n_heads=H, position="learned", embedding_std=1.0
+    )
     assert model.embed.weight[1:].std().item() == pytest.approx(1.0, abs=0.02)
     assert model.learned.weight.std().item() == pytest.approx(1.0, abs=0.05)
     assert model.embed.weight[0].abs().sum() == 0  # the padding row stays zero
@@ -162,7 +166,9 @@ def test_embedding_std_sets_token_and_learned_position_tables_only():
 
 def test_depth_keeps_activation_variance_near_one():
     torch.manual_seed(0)
-    model = TransformerEncoder(1000, 64, 12, 4, norm="pre", dropout=0.0)
+    model = TransformerEncoder(
+        vocab_size=1000, d_model=64, n_layers=12, n_heads=4, norm="pre", dropout=0.0
+    )
     model.final_norm = nn.Identity()
     with torch.no_grad():
         model.embed.weight.normal_(0.0, 1.0)
@@ -178,10 +184,10 @@ def test_depth_keeps_activation_variance_near_one():
         ({"activation": "tanh"}, "activation='tanh' is not valid"),
         ({"norm_type": "batchnorm"}, "norm_type='batchnorm' is not valid"),
         ({"d_model": 30, "n_heads": 4}, "d_model=30 must be divisible by n_heads=4"),
-        ({"n_kv_heads": 3}, "n_heads=4 must be divisible by n_kv_heads=3"),
+        ({"n_kv_heads": 3}, "n_kv_heads=3 must divide n_heads=4"),
         ({"rope_scaling": {"type": "magic"}}, "rope_scaling.type='magic' is not valid"),
-        ({"rope_scaling": {"type": "linear", "factor": 0.5}}, "factor=0.5 must be >= 1"),
-        ({"embedding_std": 0.0}, "embedding_std=0.0 must be > 0"),
+        ({"rope_scaling": {"type": "linear", "factor": 0.5}}, "factor=0.5 must be a number >= 1"),
+        ({"embedding_std": 0.0}, "embedding_std=0.0 is out of range; it must be > 0.0"),
     ],
 )
 def test_invalid_choices_fail_in_one_line(kwargs: dict, message: str):

@@ -1,4 +1,4 @@
-"""Optimizers and schedulers: the combinations torch would reject are caught here, early."""
+"""torch's optimizers: the combinations torch would reject are caught here, early."""
 
 from __future__ import annotations
 
@@ -43,19 +43,3 @@ class Adam(Schema):
     def check(self, at: str) -> None:
         if len(self.betas) != 2 or not all(0.0 <= b < 1.0 for b in self.betas):
             fail(at, "betas", f"={self.betas} must be two numbers in [0, 1)")
-
-
-@dataclass
-class Warmup(Schema):
-    targets = (
-        "research.optim.schedulers.linear_with_warmup",
-        "research.optim.schedulers.inverse_sqrt_with_warmup",
-    )
-    warmup_steps: int = spec(0, ge=0)
-
-
-@dataclass
-class Cosine(Schema):
-    targets = ("research.optim.schedulers.cosine_with_warmup",)
-    warmup_steps: int = spec(0, ge=0)
-    min_lr_ratio: float = spec(0.0, ge=0.0, le=1.0)

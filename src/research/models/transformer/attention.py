@@ -10,12 +10,6 @@ from torch import nn
 from research.models.transformer.positions import RotaryEmbedding, rotate
 
 
-def head_dim(d_model: int, n_heads: int) -> int:
-    if d_model % n_heads:
-        raise ValueError(f"d_model={d_model} must be divisible by n_heads={n_heads}")
-    return d_model // n_heads
-
-
 class SelfAttention(nn.Module):
     """`n_kv_heads` < `n_heads` shares each key/value head among n_heads / n_kv_heads query
     heads (GQA; 1 = multi-query attention); `qk_norm` RMS-normalises q and k per head."""
@@ -31,11 +25,9 @@ class SelfAttention(nn.Module):
         rotary: RotaryEmbedding | None = None,
     ) -> None:
         super().__init__()
-        n_kv_heads = n_kv_heads or n_heads
-        if n_heads % n_kv_heads:
-            raise ValueError(f"n_heads={n_heads} must be divisible by n_kv_heads={n_kv_heads}")
+        n_kv_heads = n_kv_heads or n_heads  # the config checks that it divides n_heads
         self.n_heads, self.n_kv_heads = n_heads, n_kv_heads
-        self.head_dim = head_dim(d_model, n_heads)
+        self.head_dim = d_model // n_heads
         # One fused projection: a single matmul for q, k and v (laid out in that order, as
         # torch's in_proj_weight).
         self.qkv = nn.Linear(d_model, (n_heads + 2 * n_kv_heads) * self.head_dim, bias=bias)

@@ -7,18 +7,11 @@ from torch import nn
 
 from research.models.transformer.attention import SelfAttention
 
-NORMS = ("post", "pre")
-NORM_TYPES = ("layernorm", "rmsnorm")
-ACTIVATIONS = {"relu": nn.ReLU, "gelu": nn.GELU}
-
-
-def check_choice(name: str, value: str, choices: tuple[str, ...] | dict) -> None:
-    if value not in choices:
-        raise ValueError(f"{name}={value!r} is not valid; choose one of: {', '.join(choices)}")
+# Keyed by research.models.configs.ACTIVATIONS, which declares the valid names.
+ACTIVATION_MODULES = {"relu": nn.ReLU, "gelu": nn.GELU}
 
 
 def make_norm(norm_type: str, d_model: int) -> nn.Module:
-    check_choice("norm_type", norm_type, NORM_TYPES)
     return nn.LayerNorm(d_model) if norm_type == "layernorm" else nn.RMSNorm(d_model)
 
 
@@ -40,12 +33,10 @@ class EncoderBlock(nn.Module):
         bias: bool = True,
     ) -> None:
         super().__init__()
-        check_choice("norm", norm, NORMS)
-        check_choice("activation", activation, ACTIVATIONS)
         self.norm_position = norm
         self.attention = attention
         self.linear1 = nn.Linear(d_model, d_ff, bias=bias)
-        self.activation = ACTIVATIONS[activation]()
+        self.activation = ACTIVATION_MODULES[activation]()
         self.linear2 = nn.Linear(d_ff, d_model, bias=bias)
         self.norm1, self.norm2 = make_norm(norm_type, d_model), make_norm(norm_type, d_model)
         self.dropout = nn.Dropout(dropout)

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 from torch import nn
 
-from research.models.transformer.attention import SelfAttention, head_dim
-from research.models.transformer.block import EncoderBlock, check_choice, make_norm
+from research.models.configs import (
+    EncoderConfig,
+    MaskedLanguageModelConfig,
+    SequenceClassifierConfig,
+)
+from research.models.transformer.attention import SelfAttention
+from research.models.transformer.block import EncoderBlock, make_norm
 from research.models.transformer.positions import RotaryEmbedding, sinusoidal_table
-
-POSITIONS = ("none", "sinusoidal", "learned", "rope")
-POOLINGS = ("cls", "mean", "last")
 
 
 class TransformerEncoder(nn.Module):
@@ -27,63 +30,43 @@ class TransformerEncoder(nn.Module):
     nn.Embedding default) it stays dominant, which associative recall needed to train here.
     """
 
-    def __init__(
-        self,
-        vocab_size: int,
-        d_model: int = 128,
-        n_layers: int = 4,
-        n_heads: int = 4,
-        d_ff: int | None = None,
-        dropout: float = 0.1,
-        bias: bool = True,
-        n_kv_heads: int | None = None,
-        qk_norm: bool = False,
-        norm: str = "pre",
-        norm_type: str = "layernorm",
-        activation: str = "gelu",
-        position: str = "rope",
-        max_len: int = 512,
-        rope_base: float = 10000.0,
-        rope_scaling: dict | None = None,
-        pad_token_id: int = 0,
-        embedding_std: float = 0.02,
-    ) -> None:
+    def __init__(self, config: EncoderConfig | None = None, **params: Any) -> None:
         super().__init__()
-        check_choice("position", position, POSITIONS)
-        if embedding_std <= 0:
-            raise ValueError(f"embedding_std={embedding_std} must be > 0")
-        self.embedding_std = embedding_std
-        self.d_model, self.n_layers, self.position, self.norm = d_model, n_layers, position, norm
-        self.pad_token_id = pad_token_id
-        self.embed = nn.Embedding(vocab_size, d_model, padding_idx=pad_token_id)
-        self.learned = nn.Embedding(max_len, d_model) if position == "learned" else None
-        if position == "sinusoidal":
-            self.register_buffer("sinusoid", sinusoidal_table(max_len, d_model), persistent=False)
+        # A head's config (a subclass) is an encoder config too: its extra fields are the head's.
+        self.config = c = EncoderConfig.build(config, params)
+        self.d_model, self.n_layers, self.position = c.d_model, c.n_layers, c.position
+        self.embed = nn.Embedding(c.vocab_size, c.d_model, padding_idx=c.pad_token_id)
+        self.learned = nn.Embedding(c.max_len, c.d_model) if c.position == "learned" else None
+        if c.position == "sinusoidal":
+            table = sinusoidal_table(c.max_len, c.d_model)
+            self.register_buffer("sinusoid", table, persistent=False)
         rotary = None
-        if position == "rope":
-            rotary = RotaryEmbedding(head_dim(d_model, n_heads), rope_base, rope_scaling)
+        if c.position == "rope":
+            rotary = RotaryEmbedding(c.head_dim, c.rope_base, c.rope_scaling)
         self.blocks = nn.ModuleList(
             EncoderBlock(
-                SelfAttention(d_model, n_heads, n_kv_heads, dropout, bias, qk_norm, rotary),
-                d_model,
-                d_ff or 4 * d_model,
-                dropout,
-                norm,
-                norm_type,
-                activation,
-                bias,
+                SelfAttention(
+                    c.d_model, c.n_heads, c.n_kv_heads, c.dropout, c.bias, c.qk_norm, rotary
+                ),
+                c.d_model,
+                c.d_ff or 4 * c.d_model,
+                c.dropout,
+                c.norm,
+                c.norm_type,
+                c.activation,
+                c.bias,
             )
-            for _ in range(n_layers)
+            for _ in range(c.n_layers)
         )
-        self.final_norm = make_norm(norm_type, d_model) if norm == "pre" else nn.Identity()
-        self.dropout = nn.Dropout(dropout)
+        self.final_norm = make_norm(c.norm_type, c.d_model) if c.norm == "pre" else nn.Identity()
+        self.dropout = nn.Dropout(c.dropout)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
         for name, param in self.named_parameters():
             if param.dim() < 2 or "norm" in name:
                 continue
-            std = self.embedding_std if name in ("embed.weight", "learned.weight") else 0.02
+            std = self.config.embedding_std if name in ("embed.weight", "learned.weight") else 0.02
             if name.endswith(("attention.out.weight", "linear2.weight")):
                 std /= math.sqrt(2 * self.n_layers)
             nn.init.normal_(param, 0.0, std)
@@ -91,7 +74,7 @@ class TransformerEncoder(nn.Module):
             if isinstance(module, nn.Linear) and module.bias is not None:
                 nn.init.zeros_(module.bias)
         with torch.no_grad():
-            self.embed.weight[self.pad_token_id].zero_()
+            self.embed.weight[self.config.pad_token_id].zero_()
 
     def forward(
         self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None
@@ -122,12 +105,12 @@ class SequenceClassifier(nn.Module):
     """An encoder plus a linear head on the [CLS] (first) token, the mean of real tokens, or the
     last real token (where a task puts its query, e.g. associative recall)."""
 
-    def __init__(self, num_classes: int, pooling: str = "mean", **encoder: object) -> None:
+    def __init__(self, config: SequenceClassifierConfig | None = None, **params: Any) -> None:
         super().__init__()
-        check_choice("pooling", pooling, POOLINGS)
-        self.pooling = pooling
-        self.encoder = TransformerEncoder(**encoder)  # type: ignore[arg-type]
-        self.head = nn.Linear(self.encoder.d_model, num_classes)
+        self.config = SequenceClassifierConfig.build(config, params)
+        self.pooling = self.config.pooling
+        self.encoder = TransformerEncoder(self.config)
+        self.head = nn.Linear(self.encoder.d_model, self.config.num_classes)
 
     def forward(
         self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None
@@ -154,9 +137,11 @@ class MaskedLanguageModel(nn.Module):
     """An encoder plus a vocabulary head; with `tie_weights` the head's weight is the token
     embedding itself (Press & Wolf 2017), so the output and input token spaces coincide."""
 
-    def __init__(self, tie_weights: bool = True, **encoder: object) -> None:
+    def __init__(self, config: MaskedLanguageModelConfig | None = None, **params: Any) -> None:
         super().__init__()
-        self.encoder = TransformerEncoder(**encoder)  # type: ignore[arg-type]
+        self.config = MaskedLanguageModelConfig.build(config, params)
+        tie_weights = self.config.tie_weights
+        self.encoder = TransformerEncoder(self.config)
         vocab_size, d_model = self.encoder.embed.weight.shape
         self.transform = nn.Sequential(
             nn.Linear(d_model, d_model), nn.GELU(), nn.LayerNorm(d_model)

@@ -11,8 +11,6 @@ import math
 import torch
 from torch import nn
 
-SCALINGS = ("none", "linear", "ntk", "yarn")
-
 
 def sinusoidal_table(max_len: int, d_model: int) -> torch.Tensor:
     """Vaswani et al. (2017): PE[p, 2i] = sin(p / 10000^(2i/d)), PE[p, 2i+1] = cos(same)."""
@@ -38,15 +36,9 @@ def rope_frequencies(
       interpolate (divide by the factor) where r < alpha, keep where r > beta, ramp linearly
       between (alpha = 1, beta = 32), and scale attention by 1/t with sqrt(1/t) = 0.1 ln s + 1.
     """
-    scaling = dict(scaling or {})
+    scaling = dict(scaling or {})  # checked by EncoderConfig (type, factor >= 1)
     kind = scaling.get("type", "none") or "none"
-    if kind not in SCALINGS:
-        raise ValueError(
-            f"rope_scaling.type={kind!r} is not valid; choose one of: {', '.join(SCALINGS)}"
-        )
     factor = float(scaling.get("factor", 1.0))
-    if kind != "none" and factor < 1.0:
-        raise ValueError(f"rope_scaling.factor={factor} must be >= 1")
     exponents = torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim
     if kind == "ntk":
         base = base * factor ** (head_dim / (head_dim - 2))
@@ -67,8 +59,6 @@ class RotaryEmbedding(nn.Module):
 
     def __init__(self, head_dim: int, base: float = 10000.0, scaling: dict | None = None) -> None:
         super().__init__()
-        if head_dim % 2:
-            raise ValueError(f"RoPE needs an even head dimension, got {head_dim}")
         inv_freq, self.divisor, self.attention_scale = rope_frequencies(head_dim, base, scaling)
         self.register_buffer("inv_freq", inv_freq, persistent=False)
         self._cache: tuple[int, torch.Tensor, torch.Tensor] | None = None

@@ -12,14 +12,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Protocol
 
-import lightning as L
 import torch
 from torch import nn
 from torchmetrics import MeanMetric
 
-from research.modules.optimization import OptimizerFactory, SchedulerFactory, configure
-
-METRICS = ("ndcg@10", "mrr@10", "recall@100")
+from research.optim.factory import OptimizerFactory, SchedulerFactory
+from research.retrieval.metrics import DEFAULT_METRICS
+from research.tasks.base import Task
+from research.tasks.configs import RetrievalConfig
 
 
 class RetrievalData(Protocol):
@@ -28,7 +28,7 @@ class RetrievalData(Protocol):
     def retrieval_split(self, split: str) -> Any: ...
 
 
-class RetrievalModule(L.LightningModule):
+class RetrievalModule(Task):
     """Trains `net` (a ColBERT) with `loss`; evaluation searches with the configured index.
 
     `search` names the index (`kind: exact | voyager`, its parameters) and `k`, the depth of
@@ -42,18 +42,16 @@ class RetrievalModule(L.LightningModule):
         loss: nn.Module,
         optimizer: OptimizerFactory,
         scheduler: SchedulerFactory | None = None,
-        search: dict[str, Any] | None = None,
-        encode_batch_size: int = 64,
-        save_index: bool = False,
+        config: RetrievalConfig | None = None,
+        **params: Any,
     ) -> None:
-        super().__init__()
-        self.net, self.loss = net, loss
-        self.optimizer_factory, self.scheduler_factory = optimizer, scheduler
-        search = dict(search or {"kind": "exact"})
+        super().__init__(net, loss, optimizer, scheduler)
+        self.config = c = RetrievalConfig.build(config, params)
+        search = dict(c.search)
         self.k = int(search.pop("k", 100))
         self.search_kind = search.pop("kind", "exact")
         self.search_params = search
-        self.encode_batch_size, self.save_index = encode_batch_size, save_index
+        self.encode_batch_size, self.save_index = c.encode_batch_size, c.save_index
         self.train_loss = MeanMetric()
         self._searcher: Any = None
         self._split: Any = None
@@ -65,8 +63,7 @@ class RetrievalModule(L.LightningModule):
         extra = {"teacher_scores": batch["teacher_scores"]} if "teacher_scores" in batch else {}
         loss = self.loss(queries, query_mask, documents, document_mask, **extra)
         self.train_loss.update(loss.detach())
-        if (self.global_step + 1) % self.trainer.log_every_n_steps == 0:
-            self.log("train/loss", loss.detach(), prog_bar=True, batch_size=len(batch["queries"]))
+        self.log_train_loss(loss, batch_size=len(batch["queries"]))
         return loss
 
     def on_train_epoch_end(self) -> None:
@@ -98,7 +95,7 @@ class RetrievalModule(L.LightningModule):
         from research.retrieval.metrics import evaluate_run
 
         run = self._gathered_run()
-        values = evaluate_run(run, {q: self._split.qrels[q] for q in run}, METRICS)
+        values = evaluate_run(run, {q: self._split.qrels[q] for q in run}, DEFAULT_METRICS)
         logged = {f"{split}/{name}": value for name, value in values.items()}
         self.log_dict(logged, prog_bar=split == "val", sync_dist=False)
         self._searcher = None
@@ -131,7 +128,3 @@ class RetrievalModule(L.LightningModule):
 
     def on_test_epoch_end(self) -> None:
         self._log_metrics("test")
-
-    def configure_optimizers(self) -> dict[str, Any]:
-        steps = int(self.trainer.estimated_stepping_batches)
-        return configure(self.parameters(), self.optimizer_factory, self.scheduler_factory, steps)

@@ -6,12 +6,13 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import lightning as L
 import torch
 from torch import nn
 from torchmetrics import MeanMetric
 
-from research.modules.optimization import OptimizerFactory, SchedulerFactory, configure
+from research.optim.factory import OptimizerFactory, SchedulerFactory
+from research.tasks.base import Task
+from research.tasks.configs import MaskedLMConfig
 
 IGNORE = -100
 
@@ -41,7 +42,7 @@ def mask_tokens(
     return corrupted, labels
 
 
-class MaskedLMModule(L.LightningModule):
+class MaskedLMModule(Task):
     """Logs `<split>/loss`, `<split>/acc` (masked-token accuracy) and `<split>/ppl`."""
 
     def __init__(
@@ -50,19 +51,14 @@ class MaskedLMModule(L.LightningModule):
         optimizer: OptimizerFactory,
         scheduler: SchedulerFactory | None = None,
         loss: nn.Module | None = None,
-        mask_rate: float = 0.15,
-        mask_token_id: int = 4,
-        vocab_size: int = 8000,
-        special_ids: tuple[int, ...] = (0, 1, 2, 3, 4),
+        config: MaskedLMConfig | None = None,
+        **params: Any,
     ) -> None:
-        super().__init__()
-        if not 0.0 < mask_rate < 1.0:
-            raise ValueError(f"mask_rate={mask_rate} must be in (0, 1)")
-        self.net, self.optimizer_factory, self.scheduler_factory = net, optimizer, scheduler
         # The configured loss (loss=cross_entropy ignores -100, the unmasked positions).
-        self.loss = loss or nn.CrossEntropyLoss(ignore_index=IGNORE)
-        self.mask_rate, self.mask_token_id = mask_rate, mask_token_id
-        self.vocab_size, self.special_ids = vocab_size, tuple(special_ids)
+        super().__init__(net, loss or nn.CrossEntropyLoss(ignore_index=IGNORE), optimizer, scheduler)
+        self.config = c = MaskedLMConfig.build(config, params)
+        self.mask_rate, self.mask_token_id = c.mask_rate, c.mask_token_id
+        self.vocab_size, self.special_ids = c.vocab_size, tuple(c.special_ids)
         # Keys get a suffix: "train" would shadow nn.Module.train.
         self.losses = nn.ModuleDict({f"{s}_": MeanMetric() for s in ("train", "val", "test")})
         self.accs = nn.ModuleDict({f"{s}_": MeanMetric() for s in ("train", "val", "test")})
@@ -101,8 +97,7 @@ class MaskedLMModule(L.LightningModule):
 
     def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
         loss = self._step(batch, "train")
-        if (self.global_step + 1) % self.trainer.log_every_n_steps == 0:
-            self.log("train/loss", loss.detach(), prog_bar=True)
+        self.log_train_loss(loss)
         return loss
 
     def on_train_epoch_end(self) -> None:
@@ -119,7 +114,3 @@ class MaskedLMModule(L.LightningModule):
 
     def on_test_epoch_end(self) -> None:
         self._log_epoch("test")
-
-    def configure_optimizers(self) -> dict[str, Any]:
-        steps = int(self.trainer.estimated_stepping_batches)
-        return configure(self.parameters(), self.optimizer_factory, self.scheduler_factory, steps)

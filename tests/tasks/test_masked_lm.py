@@ -10,7 +10,7 @@ import torch
 from torch.utils.data import DataLoader
 
 from research.models.transformer import MaskedLanguageModel
-from research.modules.masked_lm import IGNORE, MaskedLMModule, mask_tokens
+from research.tasks.masked_lm import IGNORE, MaskedLMModule, mask_tokens
 
 SPECIAL = (0, 1, 2, 3, 4)
 

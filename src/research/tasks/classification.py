@@ -4,19 +4,20 @@ from __future__ import annotations
 
 from typing import Any
 
-import lightning as L
 import torch
 from torch import nn
 from torchmetrics import MaxMetric, MeanMetric, MetricCollection
 from torchmetrics.classification import MulticlassAccuracy
 
-from research.modules.optimization import OptimizerFactory, SchedulerFactory, configure
+from research.optim.factory import OptimizerFactory, SchedulerFactory
+from research.tasks.base import Task
+from research.tasks.configs import ClassificationConfig
 
 # Top-k accuracy is only informative when there are clearly more classes than k.
 _TOP_K_MIN_CLASSES = 5
 
 
-class ClassificationModule(L.LightningModule):
+class ClassificationModule(Task):
     """Trains `net` with `loss`; logs loss and accuracy per split and the best `val/acc`.
 
     Batches are `(inputs, targets)` or a dict with a `labels` entry and the network's keyword
@@ -29,14 +30,12 @@ class ClassificationModule(L.LightningModule):
         loss: nn.Module,
         optimizer: OptimizerFactory,
         scheduler: SchedulerFactory | None = None,
-        num_classes: int = 10,
-        top_k: int = 3,
+        config: ClassificationConfig | None = None,
+        **params: Any,
     ) -> None:
-        super().__init__()
-        self.net = net
-        self.loss = loss
-        self.optimizer_factory = optimizer
-        self.scheduler_factory = scheduler
+        super().__init__(net, loss, optimizer, scheduler)
+        self.config = ClassificationConfig.build(config, params)
+        num_classes, top_k = self.config.num_classes, self.config.top_k
         # validate_args=False: the per-step input checks cost more than the update itself.
         acc = MulticlassAccuracy(num_classes, average="micro", validate_args=False)
         metrics = {"acc": acc}
@@ -85,9 +84,7 @@ class ClassificationModule(L.LightningModule):
         loss, logits, targets = self._step(batch)
         self.train_metrics.update(logits.detach(), targets)
         self.train_loss.update(loss.detach())
-        # self.log costs ~0.5 ms a call; Lightning only writes every log_every_n_steps anyway.
-        if (self.global_step + 1) % self.trainer.log_every_n_steps == 0:
-            self.log("train/loss", loss.detach(), on_step=True, on_epoch=False, prog_bar=True)
+        self.log_train_loss(loss)
         return loss
 
     def on_train_epoch_end(self) -> None:
@@ -126,11 +123,3 @@ class ClassificationModule(L.LightningModule):
 
     def on_test_epoch_end(self) -> None:
         self._eval_epoch_end("test")
-
-    def configure_optimizers(self) -> dict[str, Any]:
-        return configure(
-            self.parameters(),
-            self.optimizer_factory,
-            self.scheduler_factory,
-            int(self.trainer.estimated_stepping_batches),
-        )

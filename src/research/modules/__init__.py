@@ -1,1 +1,0 @@
-"""LightningModules: training logic around a network, a loss and an optimizer from config."""

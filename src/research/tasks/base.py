@@ -1,0 +1,47 @@
+"""What every task shares: a network, a loss, and the optimizer/scheduler built from config."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import lightning as L
+import torch
+from torch import nn
+
+from research.optim.factory import OptimizerFactory, SchedulerFactory, configure
+
+
+class Task(L.LightningModule):
+    """Holds `net` and `loss`, builds the configured optimizer and per-step scheduler, and logs
+    `train/loss` every `log_every_n_steps` (a `self.log` call per step costs ~0.5 ms, and
+    Lightning writes only every n steps anyway)."""
+
+    def __init__(
+        self,
+        net: nn.Module,
+        loss: nn.Module,
+        optimizer: OptimizerFactory,
+        scheduler: SchedulerFactory | None = None,
+    ) -> None:
+        super().__init__()
+        self.net, self.loss = net, loss
+        self.optimizer_factory, self.scheduler_factory = optimizer, scheduler
+
+    def log_train_loss(self, loss: torch.Tensor, batch_size: int | None = None) -> None:
+        if (self.global_step + 1) % self.trainer.log_every_n_steps == 0:
+            self.log(
+                "train/loss",
+                loss.detach(),
+                on_step=True,
+                on_epoch=False,
+                prog_bar=True,
+                batch_size=batch_size,
+            )
+
+    def configure_optimizers(self) -> dict[str, Any]:
+        return configure(
+            self.parameters(),
+            self.optimizer_factory,
+            self.scheduler_factory,
+            int(self.trainer.estimated_stepping_batches),
+        )

@@ -1,0 +1,47 @@
+"""The parameters of every task (LightningModule), declared once and torch-free.
+
+The network, loss, optimizer and scheduler are built from their own groups and passed in; these
+are the task's own settings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from research.config.schema import Schema, fail, spec
+from research.retrieval.configs import check_search
+
+
+@dataclass
+class ClassificationConfig(Schema):
+    targets = ("research.tasks.classification.ClassificationModule",)
+    passthrough = ("net",)
+    num_classes: int = spec(10, ge=2)
+    # Also logged as val/acc_top<k> when there are clearly more classes than k.
+    top_k: int = spec(3, ge=1)
+
+    def check(self, at: str) -> None:
+        if self.top_k > self.num_classes:
+            fail(at, "top_k", f"={self.top_k} must be <= num_classes={self.num_classes}")
+
+
+@dataclass
+class MaskedLMConfig(Schema):
+    targets = ("research.tasks.masked_lm.MaskedLMModule",)
+    passthrough = ("net",)
+    mask_rate: float = spec(0.15, gt=0.0, lt=1.0)
+    mask_token_id: int = spec(4, ge=0)
+    vocab_size: int = spec(8000, ge=2)
+    special_ids: list[int] = spec([0, 1, 2, 3, 4])
+
+
+@dataclass
+class RetrievalConfig(Schema):
+    targets = ("research.tasks.retrieval.RetrievalModule",)
+    passthrough = ("net",)
+    search: dict = field(default_factory=lambda: {"kind": "exact", "k": 100})
+    encode_batch_size: int = spec(64, ge=1)
+    save_index: bool = False
+
+    def check(self, at: str) -> None:
+        check_search(f"{at}.search" if at else "search", self.search)
