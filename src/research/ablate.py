@@ -105,7 +105,7 @@ def _completed_run_ids(root: Path) -> set[str]:
 
 
 def _launch(name: str, jobs: list[Job], log_dir: Path, launcher_args: list[str]) -> int:
-    from research.cli import _train_task, run
+    from research.cli import run, train_task
 
     sweep_dir = log_dir / "ablations" / name / datetime.now().strftime("%Y-%m-%d_%H-%M-%S-%f")
     sweep_dir.mkdir(parents=True)
@@ -114,7 +114,7 @@ def _launch(name: str, jobs: list[Job], log_dir: Path, launcher_args: list[str])
     return run(
         "research-ablate",
         "train",
-        _train_task,
+        train_task,
         [
             "-m",
             "hydra/sweeper=list",

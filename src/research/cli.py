@@ -7,11 +7,13 @@ exits with status 2 and one line. A job that fails exits with status 1.
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
-from research.config.compose import check_command_line, config_dir
+from research.config.compose import check_command_line, config_dir, sweep_dir
 from research.config.errors import ConfigError
 
 # Hydra flags that only print information; they skip the schema check.
@@ -67,16 +69,37 @@ def _help(prog: str, config_name: str) -> str:
     )
 
 
-def _train_task(cfg: Any) -> Any:
+def train_task(cfg: Any) -> Any:
+    """The Hydra task of research-train (imports torch and Lightning only when a job runs)."""
     from research.train import train
 
     return train(cfg)
 
 
-def _eval_task(cfg: Any) -> Any:
+def eval_task(cfg: Any) -> Any:
+    """The Hydra task of research-eval."""
     from research.evaluate import evaluate
 
     return evaluate(cfg)
+
+
+def _check_saved_runs(configs: list[dict[str, Any]]) -> None:
+    """research-eval: the evaluated run's saved config with this evaluation's overrides must
+    pass the same schema check as a research-train command line."""
+    from research.config.saved_run import saved_run_config
+
+    for config in configs:
+        saved_run_config(config["run_dir"], config.get("overrides") or [])
+
+
+def _sweep_failures(folder: Path) -> int:
+    """Jobs of a finished multirun that did not complete, from its sweep_summary.json (written
+    by the SweepSummary callback); a sweep that left no summary counts as failed."""
+    try:
+        summary = json.loads((folder / "sweep_summary.json").read_text())
+        return int(summary["jobs"]) - int(summary["completed"])
+    except (OSError, ValueError, KeyError):
+        return 1
 
 
 def _continue_in_place(config: dict[str, Any]) -> list[str]:
@@ -98,33 +121,49 @@ def run(
     import hydra
     from hydra._internal.utils import get_args_parser
 
-    from research import outcome
-
     args = list(sys.argv[1:] if argv is None else argv)
     parsed = get_args_parser().parse_args(args)
     if parsed.help:
         print(_help(prog, config_name))
         return 0
+    informative = any(getattr(parsed, flag, None) for flag in _INFO_FLAGS) or parsed.cfg
+    multirun: Path | None = None
     if not any(getattr(parsed, flag, None) for flag in _INFO_FLAGS):
         try:
             configs = check_command_line(config_name, parsed.overrides)
+            if config_name == "eval":
+                _check_saved_runs(configs)
         except ConfigError as err:
             print(f"{prog}: error: {err}", file=sys.stderr)
             return 2
         explicit_dir = any(a.startswith("hydra.run.dir=") for a in args)
         if not parsed.multirun and not explicit_dir and configs[0].get("ckpt_path") == "last":
             args += _continue_in_place(configs[0])
-    outcome.reset()
+        if parsed.multirun and not informative:
+            multirun = sweep_dir(config_name, parsed.overrides)
+            if not any(a.startswith("hydra.sweep.dir=") for a in args):
+                args.append(f"hydra.sweep.dir='{multirun}'")
+    statuses: list[str] = []
+
+    def job(cfg: Any) -> Any:
+        outcome = task(cfg)
+        statuses.append(outcome.status)
+        return outcome.value
+
     # Keep argv[0]: Lightning's DDP launcher re-runs it for the other ranks.
     sys.argv = [sys.argv[0] if sys.argv and sys.argv[0] else prog, *args]
     main = hydra.main(config_path=str(config_dir()), config_name=config_name, version_base="1.3")
-    main(task)()
-    return 1 if outcome.failed() else 0
+    main(job)()
+    if informative:
+        return 0
+    if multirun is not None:
+        return 1 if _sweep_failures(multirun) else 0
+    return 0 if statuses == ["completed"] else 1
 
 
 def train_main() -> None:
-    sys.exit(run("research-train", "train", _train_task))
+    sys.exit(run("research-train", "train", train_task))
 
 
 def eval_main() -> None:
-    sys.exit(run("research-eval", "eval", _eval_task))
+    sys.exit(run("research-eval", "eval", eval_task))

@@ -6,19 +6,15 @@ from pathlib import Path
 from typing import Any
 
 import lightning as L
-from hydra.utils import instantiate
 from lightning.pytorch.loggers import Logger
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
+from research.build import build_task
 from research.checkpoints import CheckpointError, read_checkpoint
-from research.config.errors import one_line
-from research.job import run_job
+from research.config.saved_run import saved_run_config
+from research.job import JobOutcome, run_job
 from research.tracking.record import RunRecord
 from research.tracking.run_dir import CHECKPOINT_DIR
-
-
-class RunDirError(ValueError):
-    """`run_dir` does not point at a training run directory."""
 
 
 def _checkpoint(run_dir: Path, which: str) -> Path:
@@ -33,32 +29,18 @@ def _checkpoint(run_dir: Path, which: str) -> Path:
     return Path(which).expanduser().resolve()
 
 
-def _evaluate(cfg: DictConfig, config: dict[str, Any], record: RunRecord, _: list[Logger]) -> Any:
+def _evaluate(config: dict[str, Any], record: RunRecord, _: list[Logger]) -> Any:
     source = Path(config["run_dir"]).expanduser().resolve()
-    saved = source / ".hydra" / "config.yaml"
-    if not saved.is_file():
-        raise RunDirError(f"run_dir={source} is not a run directory (no .hydra/config.yaml)")
-    train_cfg = OmegaConf.load(saved)
-    try:
-        train_cfg.merge_with_dotlist(list(config.get("overrides") or []))
-    except Exception as err:  # noqa: BLE001 - OmegaConf's parse and key errors alike
-        raise ValueError(f"overrides={config.get('overrides')}: {one_line(err)}") from None
+    train_config = saved_run_config(source, config.get("overrides") or [])
     checkpoint = _checkpoint(source, config["ckpt"])
     read_checkpoint(checkpoint)
-    L.seed_everything(train_cfg.seed, verbose=False)
-    datamodule = instantiate(train_cfg.data)
-    scheduler = train_cfg.get("scheduler")
-    module = instantiate(
-        train_cfg.model,
-        loss=instantiate(train_cfg.loss),
-        optimizer=instantiate(train_cfg.optimizer),
-        scheduler=instantiate(scheduler) if scheduler and scheduler.get("_target_") else None,
-    )
-    saved_trainer = train_cfg.trainer
+    L.seed_everything(train_config["seed"], verbose=False)
+    datamodule, module = build_task(train_config)
+    saved_trainer = train_config["trainer"]
     trainer = L.Trainer(
-        accelerator=saved_trainer.accelerator,
+        accelerator=saved_trainer["accelerator"],
         devices=1,
-        precision=saved_trainer.precision,
+        precision=saved_trainer["precision"],
         limit_test_batches=saved_trainer.get("limit_test_batches"),
         limit_val_batches=saved_trainer.get("limit_val_batches"),
         logger=False,
@@ -77,6 +59,6 @@ def _evaluate(cfg: DictConfig, config: dict[str, Any], record: RunRecord, _: lis
     return metrics
 
 
-def evaluate(cfg: DictConfig) -> dict[str, float] | None:
+def evaluate(cfg: DictConfig) -> JobOutcome:
     """Hydra task of `research-eval`; writes the metrics to its own run dir's metrics.json."""
     return run_job("research-eval", cfg, _evaluate)

@@ -2,7 +2,7 @@
 
 Any exception ends the job with a metrics.json saying `failed` (or `diverged`) and one line on
 stderr instead of a traceback (the traceback goes to the job's log file). Returning normally keeps
-the other jobs of a multirun going; the CLI turns the recorded statuses into the exit code.
+the other jobs of a multirun going; the CLI turns the returned statuses into the exit code.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,6 @@ from lightning.pytorch.loggers import Logger
 from lightning.pytorch.utilities import rank_zero_only
 from omegaconf import DictConfig
 
-from research import outcome
 from research.callbacks import DivergedError
 from research.config.errors import innermost, one_line
 from research.config.validate import resolve
@@ -27,7 +27,16 @@ from research.tracking.wandb_run import finish_loggers
 
 log = logging.getLogger(__name__)
 
-Body = Callable[[DictConfig, dict[str, Any], RunRecord, list[Logger]], Any]
+# A job's real work: given the resolved config, its record and a list to put its loggers in.
+Body = Callable[[dict[str, Any], RunRecord, list[Logger]], Any]
+
+
+@dataclass
+class JobOutcome:
+    """How a job ended, and its value (the objective a sweeper such as Optuna reads)."""
+
+    status: str
+    value: Any = None
 
 
 def _one_console() -> None:
@@ -38,8 +47,9 @@ def _one_console() -> None:
             logging.getLogger("lightning").removeHandler(handler)
 
 
-def run_job(prog: str, cfg: DictConfig, body: Body) -> Any:
-    """Run `body` in this job's run dir and write its metrics.json (rank zero only)."""
+def run_job(prog: str, cfg: DictConfig, body: Body) -> JobOutcome:
+    """Resolve `cfg` once, run `body` in this job's run dir and write its metrics.json (rank
+    zero only)."""
     _one_console()
     hydra_cfg = HydraConfig.get()
     run_dir = Path(hydra_cfg.runtime.output_dir)
@@ -51,7 +61,7 @@ def run_job(prog: str, cfg: DictConfig, body: Body) -> Any:
     loggers: list[Logger] = []
     status, error, result = "completed", None, None
     try:
-        result = body(cfg, config, record, loggers)
+        result = body(config, record, loggers)
     except (Exception, KeyboardInterrupt) as err:  # noqa: BLE001 - every failure is recorded
         status = "diverged" if isinstance(err, DivergedError) else "failed"
         cause = innermost(err)
@@ -68,5 +78,4 @@ def run_job(prog: str, cfg: DictConfig, body: Body) -> Any:
         finish_loggers(loggers, 0 if status == "completed" else 1, {"status": status, **best})
     if is_zero:
         record.write(status, error)
-    outcome.record(status)
-    return result
+    return JobOutcome(status, result)

@@ -14,9 +14,10 @@ from lightning.pytorch.callbacks import Callback, ModelCheckpoint
 from lightning.pytorch.loggers import Logger
 from omegaconf import DictConfig
 
+from research.build import build_task
 from research.callbacks import DivergenceGuard, EpochHistory, EpochSeed, RunIdentity
 from research.checkpoints import CheckpointError, checkpoint_meta, resolve_resume
-from research.job import run_job
+from research.job import JobOutcome, run_job
 from research.tracking.record import RunRecord
 from research.tracking.run_dir import CHECKPOINT_DIR
 from research.tracking.wandb_run import build_loggers, log_provenance
@@ -37,10 +38,6 @@ def _callbacks(cfg: dict[str, Any] | None, run_dir: Path, has_logger: bool) -> l
     return built
 
 
-def _scheduler(cfg: dict[str, Any] | None) -> Any:
-    return instantiate(cfg) if cfg and cfg.get("_target_") else None
-
-
 def _best_metrics(
     history: list[dict[str, Any]], checkpoint: ModelCheckpoint | None, run_dir: Path
 ) -> dict[str, Any]:
@@ -53,7 +50,7 @@ def _best_metrics(
     return {**row, "checkpoint": str(Path(checkpoint.best_model_path).relative_to(run_dir))}
 
 
-def _fit(cfg: DictConfig, config: dict[str, Any], record: RunRecord, loggers: list[Logger]) -> Any:
+def _fit(config: dict[str, Any], record: RunRecord, loggers: list[Logger]) -> Any:
     run_dir = record.run_dir
     L.seed_everything(config["seed"], workers=True, verbose=False)
     resume, meta, resume_error = None, {}, None
@@ -75,13 +72,7 @@ def _fit(cfg: DictConfig, config: dict[str, Any], record: RunRecord, loggers: li
     log_provenance(loggers, config, record.provenance())
     if resume_error is not None:
         raise resume_error
-    datamodule = instantiate(cfg.data)
-    module = instantiate(
-        cfg.model,
-        loss=instantiate(cfg.loss),
-        optimizer=instantiate(cfg.optimizer),
-        scheduler=_scheduler(config.get("scheduler")),
-    )
+    datamodule, module = build_task(config)
     carry = resume.parent.parent if resume and resume.parent.parent != run_dir else None
     history = EpochHistory(run_dir, carry, meta["epoch"] + 1 if resume else 0)
     configured = _callbacks(config.get("callbacks"), run_dir, bool(loggers))
@@ -89,7 +80,10 @@ def _fit(cfg: DictConfig, config: dict[str, Any], record: RunRecord, loggers: li
     own = [EpochSeed(config["seed"]), DivergenceGuard(), RunIdentity(record.run_id, wandb_id)]
     callbacks = [*own, history, *configured]
     trainer: L.Trainer = instantiate(
-        cfg.trainer, callbacks=callbacks, logger=loggers or False, default_root_dir=str(run_dir)
+        config["trainer"],
+        callbacks=callbacks,
+        logger=loggers or False,
+        default_root_dir=str(run_dir),
     )
     record.fields.update(
         monitor=checkpoint.monitor if checkpoint else None,
@@ -118,6 +112,7 @@ def _wandb_settings(config: dict[str, Any]) -> dict[str, Any]:
     return {k: wandb_cfg.get(k) for k in ("project", "group", "job_type", "mode")}
 
 
-def train(cfg: DictConfig) -> float | None:
-    """Hydra task of `research-train`; returns the best monitored value (Optuna's objective)."""
+def train(cfg: DictConfig) -> JobOutcome:
+    """Hydra task of `research-train`; its value is the best monitored value (Optuna's
+    objective)."""
     return run_job("research-train", cfg, _fit)

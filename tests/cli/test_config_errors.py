@@ -32,9 +32,9 @@ def test_config_error_is_one_line_and_exit_2(workdir: Path, args: list[str], exp
 
 PROBE = """
 import sys
-from research.cli import run, _train_task
+from research.cli import run, train_task
 try:
-    code = run("research-train", "train", _train_task, {args!r})
+    code = run("research-train", "train", train_task, {args!r})
 except SystemExit as exit:  # Hydra's --help exits by itself
     code = exit.code
 heavy = sorted(m for m in ("torch", "lightning") if m in sys.modules)

@@ -34,7 +34,9 @@ def test_hand_computed_kl_batchmean(temperature):
     teacher = [[3.0, 1.0], [0.0, 0.5]]
     student = [[1.0, 0.0], [0.5, 2.0]]
     expected = sum(_kl(t, s, temperature) for t, s in zip(teacher, student, strict=True)) / 2
-    loss = Distillation(temperature=temperature)(*_hand_batch(), teacher_scores=torch.tensor(teacher))
+    loss = Distillation(temperature=temperature)(
+        *_hand_batch(), teacher_scores=torch.tensor(teacher)
+    )
     assert loss.item() == pytest.approx(expected)
 
 
@@ -72,5 +74,7 @@ def test_gradcheck_in_float64():
 )
 def test_mistakes_raise_one_line(temperature, teacher_shape, message):
     with pytest.raises(ValueError, match=message) as error:
-        Distillation(temperature=temperature)(*_hand_batch(), teacher_scores=torch.zeros(teacher_shape))
+        Distillation(temperature=temperature)(
+            *_hand_batch(), teacher_scores=torch.zeros(teacher_shape)
+        )
     assert "\n" not in str(error.value)

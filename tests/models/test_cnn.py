@@ -86,7 +86,9 @@ def test_empty_hidden_sizes_is_a_linear_head():
 
 
 def test_extra_repr_names_the_shape_arguments():
-    assert "in_channels=3, image_size=32, num_classes=7" in repr(CNN(in_channels=3, image_size=32, num_classes=7))
+    assert "in_channels=3, image_size=32, num_classes=7" in repr(
+        CNN(in_channels=3, image_size=32, num_classes=7)
+    )
 
 
 def test_every_parameter_gets_a_gradient():
@@ -107,10 +109,19 @@ def test_every_parameter_gets_a_gradient():
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"channels": [8, 8], "kernel_sizes": [3]}, "kernel_sizes has 1 entries but channels has 2"),
+        (
+            {"channels": [8, 8], "kernel_sizes": [3]},
+            "kernel_sizes has 1 entries but channels has 2",
+        ),
         ({"channels": [8], "kernel_sizes": [3, 3]}, "one kernel size per conv block"),
-        ({"image_size": 8, "channels": [4] * 4, "kernel_sizes": [3] * 4}, "4 pooling blocks, too many for image_size=8"),
-        ({"image_size": 28, "channels": [4] * 5, "kernel_sizes": [3] * 5}, "too many for image_size=28"),
+        (
+            {"image_size": 8, "channels": [4] * 4, "kernel_sizes": [3] * 4},
+            "4 pooling blocks, too many for image_size=8",
+        ),
+        (
+            {"image_size": 28, "channels": [4] * 5, "kernel_sizes": [3] * 5},
+            "too many for image_size=28",
+        ),
         # Fails against cnn.py as written: padding k // 2 keeps the size only for odd k, so an
         # even kernel breaks the head's size and forward() dies with a matmul shape error.
         ({"image_size": 28, "channels": [4] * 3, "kernel_sizes": [2] * 3}, "odd"),

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import importlib.util
 import dataclasses
+import importlib.util
 import json
 import os
 import string
@@ -201,7 +201,10 @@ def test_loading_a_folder_that_is_not_a_saved_colbert_fails(tmp_path):
     [
         ({"max_length_document": 1000}, "max_position_embeddings=512"),
         ({"max_length_query": 2}, "max_length_query=2 is out of range; it must be >= 4"),
-        ({"dropout": 0.1}, "dropout is not an option of research.models.colbert.ColBERT; valid options: attend_to"),
+        (
+            {"dropout": 0.1},
+            "dropout is not an option of research.models.colbert.ColBERT; valid options: attend_to",
+        ),
     ],
 )
 def test_bad_load_overrides_raise_one_line(saved, overrides, message):

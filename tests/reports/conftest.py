@@ -16,6 +16,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from research.tracking.run_dir import STARTED_FILE
+
 EPOCHS = 4
 
 
@@ -66,7 +68,7 @@ def write_run(
         "wandb": {"run_id": None, "project": "proj", "group": "grp", "job_type": "train"},
     }
     (run_dir / "metrics.json").write_text(json.dumps(payload))
-    (run_dir / ".research.json").write_text(json.dumps({"run_id": payload["run_id"]}))
+    (run_dir / STARTED_FILE).write_text(json.dumps({"run_id": payload["run_id"]}))
     (run_dir / ".hydra").mkdir()
     (run_dir / ".hydra" / "overrides.yaml").write_text("".join(f"- {o}\n" for o in overrides))
     return payload
@@ -95,7 +97,7 @@ def runs_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (corrupt / "metrics.json").write_text('{"status": "completed", "final": {')
     killed = ablation / "5_wide_s4"
     killed.mkdir()
-    (killed / ".research.json").write_text(json.dumps({"run_id": "0123456789ab-s4"}))
+    (killed / STARTED_FILE).write_text(json.dumps({"run_id": "0123456789ab-s4"}))
     (killed / ".hydra").mkdir()
     (killed / ".hydra" / "overrides.yaml").write_text("- seed=4\n- variant=wide\n")
     return root

@@ -10,6 +10,7 @@ import pytest
 
 from research.reports import ReportError, RunsWarning, load_histories, load_runs
 from research.reports.runs import variant_of
+from research.tracking.run_dir import METRICS_FILE, STARTED_FILE
 from tests.reports.conftest import EPOCHS, expected_variant, readable_runs, write_run
 
 
@@ -20,9 +21,7 @@ def _load(folder: Path):
 
 def test_one_row_per_run_dir_at_any_depth(runs_folder: Path):
     runs = _load(runs_folder)
-    markers = {
-        p.parent for name in ("metrics.json", ".research.json") for p in runs_folder.rglob(name)
-    }
+    markers = {p.parent for name in (METRICS_FILE, STARTED_FILE) for p in runs_folder.rglob(name)}
     assert sorted(runs["run_dir"]) == sorted(str(p) for p in markers)
 
 

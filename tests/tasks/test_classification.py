@@ -12,8 +12,8 @@ from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 from research.models.cnn import CNN
-from research.tasks.classification import ClassificationModule
 from research.optim.schedulers import linear_with_warmup
+from research.tasks.classification import ClassificationModule
 
 LR = 1e-2
 
@@ -201,7 +201,9 @@ def test_each_evaluation_length_gets_its_own_metrics():
     data = AssociativeRecallDataModule(
         num_pairs=4, eval_num_pairs=[8], train_size=64, val_size=32, test_size=32, batch_size=32
     )
-    net = SequenceClassifier(num_classes=16, vocab_size=data.vocab_size, d_model=16, n_layers=1, n_heads=2)
+    net = SequenceClassifier(
+        num_classes=16, vocab_size=data.vocab_size, d_model=16, n_layers=1, n_heads=2
+    )
     module = ClassificationModule(
         net, nn.CrossEntropyLoss(), partial(torch.optim.Adam, lr=1e-3), num_classes=16
     )

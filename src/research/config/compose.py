@@ -24,9 +24,10 @@ from research.config.validate import validate
 
 
 def config_dir() -> Path:
-    """`conf/` of this checkout, or $RESEARCH_CONFIG_DIR."""
+    """$RESEARCH_CONFIG_DIR, else the package's `conf/` (a link to the repo's `conf/` in a
+    checkout, the copied files in a wheel), so an installed package has its configs too."""
     env = os.environ.get("RESEARCH_CONFIG_DIR")
-    return Path(env) if env else Path(__file__).resolve().parents[3] / "conf"
+    return Path(env) if env else Path(__file__).resolve().parents[1] / "conf"
 
 
 def group_options(group: str) -> list[str]:
@@ -138,6 +139,15 @@ def compose_all(config_name: str, overrides: Sequence[str]) -> list[DictConfig]:
     """The config of each concrete override list of `expand` (Hydra is released afterwards)."""
     with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
         return [_compose_one(config_name, combo) for combo in expand(overrides)]
+
+
+def sweep_dir(config_name: str, overrides: Sequence[str]) -> Path:
+    """The folder a multirun of this command line writes to, resolved now (its name holds the
+    start time), so the caller can pin it and read the sweep's summary afterwards."""
+    with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
+        first_job = expand(overrides)[0]
+        cfg = compose(config_name=config_name, overrides=first_job, return_hydra_config=True)
+        return Path(str(OmegaConf.select(cfg, "hydra.sweep.dir")))
 
 
 def check_command_line(config_name: str, overrides: Sequence[str]) -> list[dict[str, Any]]:

@@ -11,6 +11,7 @@ from research.config import schemas  # noqa: F401  (registers the schemas)
 from research.config.errors import ConfigError, one_line
 from research.config.schema import SCHEMAS, check_node, walk_targets
 
+
 def resolve(cfg: DictConfig) -> dict[str, Any]:
     """The config as plain containers with interpolations resolved (Hydra's own node dropped)."""
     plain = OmegaConf.to_container(cfg, resolve=False)

@@ -43,4 +43,6 @@ class CNN(nn.Module):
 
     def extra_repr(self) -> str:
         c = self.config
-        return f"in_channels={c.in_channels}, image_size={c.image_size}, num_classes={c.num_classes}"
+        return (
+            f"in_channels={c.in_channels}, image_size={c.image_size}, num_classes={c.num_classes}"
+        )

@@ -21,12 +21,12 @@ from __future__ import annotations
 import json
 import os
 import string
+from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import torch
-from dataclasses import replace
 from safetensors.torch import load_file, save_file
 from torch import Tensor, nn
 from torch.nn import functional as F

@@ -93,7 +93,9 @@ class EncoderConfig(Schema):
         if self.n_kv_heads and self.n_heads % self.n_kv_heads:
             fail(at, "n_kv_heads", f"={self.n_kv_heads} must divide n_heads={self.n_heads}")
         if self.position == "rope" and self.head_dim % 2:
-            fail(at, "d_model", f"/ n_heads gives head dimension {self.head_dim}; RoPE needs it even")
+            fail(
+                at, "d_model", f"/ n_heads gives head dimension {self.head_dim}; RoPE needs it even"
+            )
         scaling = dict(self.rope_scaling or {})
         kind = scaling.get("type", "none") or "none"
         if kind not in ROPE_SCALINGS:

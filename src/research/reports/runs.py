@@ -18,24 +18,10 @@ import pandas as pd
 import yaml
 
 from research.reports.errors import ReportError, RunsWarning
-from research.tracking.run_dir import METRICS_FILE, read_history
+from research.tracking.identity import affects_result
+from research.tracking.run_dir import METRICS_FILE, STARTED_FILE, read_history
 
-# Written when a run starts (tracking.run_dir.write_identity): a run dir without metrics.json.
-STARTED_FILE = ".research.json"
 STATUSES = ("completed", "failed", "diverged")
-# Overrides that say how a run is watched or launched, not what it computes (the same keys
-# tracking.identity leaves out of the config hash), so they never split a variant.
-_BOOKKEEPING_KEYS = {
-    "seed",
-    "ckpt_path",
-    "tags",
-    "group",
-    "task_name",
-    "trainer.enable_progress_bar",
-    "trainer.enable_model_summary",
-    "trainer.log_every_n_steps",
-}
-_BOOKKEEPING_GROUPS = {"hydra", "paths", "logger", "launcher"}
 _RUN_ID = re.compile(r"^(?P<hash>[0-9a-f]+)-s(?P<seed>-?\d+)$")
 _WANDB_FIELDS = ("project", "group", "mode", "run_id")
 
@@ -63,8 +49,7 @@ def variant_of(metrics: dict[str, Any]) -> str:
         key, _, value = text.partition("=")
         if key == "variant" and value:
             return value
-        bare = key.lstrip("~")
-        if bare not in _BOOKKEEPING_KEYS and re.split(r"[./]", bare)[0] not in _BOOKKEEPING_GROUPS:
+        if affects_result(key.lstrip("~")):
             kept.append(text)
     return ",".join(sorted(kept)) or "default"
 

@@ -55,7 +55,9 @@ class MaskedLMModule(Task):
         **params: Any,
     ) -> None:
         # The configured loss (loss=cross_entropy ignores -100, the unmasked positions).
-        super().__init__(net, loss or nn.CrossEntropyLoss(ignore_index=IGNORE), optimizer, scheduler)
+        super().__init__(
+            net, loss or nn.CrossEntropyLoss(ignore_index=IGNORE), optimizer, scheduler
+        )
         self.config = c = MaskedLMConfig.build(config, params)
         self.mask_rate, self.mask_token_id = c.mask_rate, c.mask_token_id
         self.vocab_size, self.special_ids = c.vocab_size, tuple(c.special_ids)

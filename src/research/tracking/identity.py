@@ -8,21 +8,29 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from typing import Any
 
-# Top-level keys that do not change what is computed.
-_NOT_IDENTITY = (
-    "seed",
-    "ckpt_path",
-    "paths",
-    "logger",
-    "tags",
-    "task_name",
-    "hydra",
-    "variant",
-    "group",
+# Top-level keys and groups that say where, how or under which name a run is launched, watched or
+# resumed, not what it computes: left out of the config hash, and never a reason to split a
+# report's variant.
+NOT_IDENTITY = frozenset(
+    {"seed", "ckpt_path", "paths", "logger", "tags", "task_name", "hydra", "variant", "group"}
+    | {"launcher"}
 )
-_TRAINER_DISPLAY = ("enable_progress_bar", "enable_model_summary", "log_every_n_steps")
+# Keys inside a group with the same role.
+NOT_IDENTITY_NESTED = {
+    "trainer": ("enable_progress_bar", "enable_model_summary", "log_every_n_steps"),
+    "data": ("data_dir",),
+}
+
+
+def affects_result(key: str) -> bool:
+    """Whether a dotted config key (an override's, e.g. `trainer.log_every_n_steps`) can change
+    what a run computes."""
+    head, _, rest = key.partition(".")
+    head = re.split(r"[/]", head)[0]
+    return head not in NOT_IDENTITY and rest not in NOT_IDENTITY_NESTED.get(head, ())
 
 
 def _without_run_seed(node: Any, seed: Any) -> Any:
@@ -44,14 +52,11 @@ def config_hash(resolved: dict[str, Any]) -> str:
     content = {
         k: _without_run_seed(v, resolved.get("seed"))
         for k, v in resolved.items()
-        if k not in _NOT_IDENTITY
+        if k not in NOT_IDENTITY
     }
-    if isinstance(content.get("trainer"), dict):
-        content["trainer"] = {
-            k: v for k, v in content["trainer"].items() if k not in _TRAINER_DISPLAY
-        }
-    if isinstance(content.get("data"), dict):
-        content["data"] = {k: v for k, v in content["data"].items() if k != "data_dir"}
+    for group, keys in NOT_IDENTITY_NESTED.items():
+        if isinstance(content.get(group), dict):
+            content[group] = {k: v for k, v in content[group].items() if k not in keys}
     text = json.dumps(content, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 

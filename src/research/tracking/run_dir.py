@@ -10,6 +10,8 @@ from typing import Any
 METRICS_FILE = "metrics.json"
 HISTORY_FILE = "history.jsonl"
 CHECKPOINT_DIR = "checkpoints"
+# Written when a run starts (write_identity): marks a run dir that has no metrics.json yet.
+STARTED_FILE = ".research.json"
 
 
 def write_json_atomic(path: Path, payload: dict[str, Any]) -> None:
@@ -43,21 +45,21 @@ def read_history(run_dir: Path) -> list[dict[str, Any]]:
 
 def _saved_run_id(run_dir: Path) -> str | None:
     try:
-        return json.loads((run_dir / ".research.json").read_text()).get("run_id")
+        return json.loads((run_dir / STARTED_FILE).read_text()).get("run_id")
     except (OSError, ValueError):
         return None
 
 
 def write_identity(run_dir: Path, run_id: str) -> None:
     """Marks a run dir with its id at start, so an unfinished run can be found for resume."""
-    write_json_atomic(run_dir / ".research.json", {"run_id": run_id})
+    write_json_atomic(run_dir / STARTED_FILE, {"run_id": run_id})
 
 
 def find_unfinished_run(log_root: Path, run_id: str, exclude: Path | None = None) -> Path | None:
     """The newest run dir under `log_root` with this run id, a `last.ckpt` and no `completed`
     status: the run that `ckpt_path=last` continues."""
     candidates = []
-    for marker in log_root.rglob(".research.json"):
+    for marker in log_root.rglob(STARTED_FILE):
         other = marker.parent
         if other == exclude or _saved_run_id(other) != run_id:
             continue

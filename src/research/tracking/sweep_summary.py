@@ -15,7 +15,6 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
-from research import outcome
 from research.tracking.run_dir import read_metrics, write_json_atomic
 
 log = logging.getLogger(__name__)
@@ -43,7 +42,6 @@ class SweepSummary(Callback):
         summary = summarize(sweep_dir)
         write_json_atomic(sweep_dir / "sweep_summary.json", summary)
         bad = summary["jobs"] - summary["completed"]
-        outcome.SWEEP_FAILURES.append(bad)
         line = (
             f"sweep: {summary['completed']}/{summary['jobs']} jobs completed, "
             f"{summary['failed']} failed, {summary['diverged']} diverged ({sweep_dir})"

@@ -8,7 +8,6 @@ it the hub id is used, which needs network once.
 from __future__ import annotations
 
 import importlib.util
-import os
 from pathlib import Path
 
 MINILM_HUB_ID = "sentence-transformers/all-MiniLM-L6-v2"
@@ -25,9 +24,7 @@ def local_minilm() -> Path | None:
 
 
 def default_backbone() -> str:
-    """The local MiniLM folder (and offline mode for the HF hub) when installed, else its hub id."""
+    """The local MiniLM folder when installed, else its hub id. No side effect: the config
+    resolver calls it while composing; loading a local folder switches the hub offline."""
     folder = local_minilm()
-    if folder is None:
-        return MINILM_HUB_ID
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    return str(folder)
+    return str(folder) if folder is not None else MINILM_HUB_ID

@@ -1,0 +1,26 @@
+"""The one place a run's config becomes its datamodule and task: training and evaluation share it,
+so a config that trains is exactly a config that evaluates."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hydra.utils import instantiate
+
+
+def build_scheduler(node: dict[str, Any] | None) -> Any:
+    """The scheduler partial, or None for `scheduler=none` (its `_target_` is null)."""
+    return instantiate(node) if node and node.get("_target_") else None
+
+
+def build_task(config: dict[str, Any]) -> tuple[Any, Any]:
+    """(datamodule, task) from a resolved config's `data`, `model`, `loss`, `optimizer` and
+    `scheduler` groups."""
+    datamodule = instantiate(config["data"])
+    task = instantiate(
+        config["model"],
+        loss=instantiate(config["loss"]),
+        optimizer=instantiate(config["optimizer"]),
+        scheduler=build_scheduler(config.get("scheduler")),
+    )
+    return datamodule, task
