@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.conftest import run_cli
+from tests.helpers.cli import run_cli
 
 REPO_CONF = Path(__file__).parents[2] / "conf"
 ABLATION = """

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.conftest import cli_env, run_cli
+from tests.helpers.cli import cli_env, run_cli
 
 CASES = [
     (["model=cnnn"], "model=cnnn: no such config in conf/model/; choose one of: cnn"),

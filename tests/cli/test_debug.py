@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.conftest import metrics, run_cli, run_dirs
+from tests.helpers.cli import metrics, run_cli, run_dirs
 
 QUIET = ["logger=none", "trainer.enable_progress_bar=false", "trainer.enable_model_summary=false"]
 

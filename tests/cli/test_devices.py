@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.cli.conftest import FAST, metrics, run_cli, run_dirs
+from tests.helpers.cli import FAST, metrics, run_cli, run_dirs
 
 
 def test_bf16_mixed_precision_run_completes(workdir: Path):

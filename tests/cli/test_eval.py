@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.conftest import FAST, metrics, run_cli, run_dirs
+from tests.helpers.cli import FAST, metrics, run_cli, run_dirs
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.conftest import metrics, run_cli, run_dirs
+from tests.helpers.cli import metrics, run_cli, run_dirs
 from tests.helpers.image_files import write_cifar10, write_mnist
 
 EXPERIMENTS = sorted(

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from research.tracking.wandb_reader import read_offline_run
-from tests.cli.conftest import FAST, metrics, run_cli
+from tests.helpers.cli import FAST, metrics, run_cli
 
 
 def sweep_jobs(root: Path) -> tuple[Path, list[Path]]:

@@ -8,7 +8,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from tests.cli.conftest import BIN, cli_env, metrics, run_cli, run_dirs
+from tests.helpers.cli import BIN, cli_env, metrics, run_cli, run_dirs
 
 # Small batches give ~180 steps per epoch, so the kill lands inside an epoch.
 ARGS = [

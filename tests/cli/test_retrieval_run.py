@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.conftest import metrics, run_cli, run_dirs
 from tests.helpers.beir_files import write_beir
+from tests.helpers.cli import metrics, run_cli, run_dirs
 
 # Short texts and two steps keep MiniLM fast; eval_corpus=full searches all 18 documents.
 TINY = [

@@ -8,7 +8,7 @@ from pathlib import Path
 import optuna
 import yaml
 
-from tests.cli.conftest import FAST, run_cli
+from tests.helpers.cli import FAST, run_cli
 
 TINY = [*FAST, "logger=none", "trainer.max_epochs=1"]
 

@@ -5,38 +5,60 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pytest
 import torch
 
 from research.tracking.wandb_reader import read_offline_run
-from tests.cli.conftest import BIN, FAST, cli_env, metrics, run_cli, run_dirs
+from tests.helpers.cli import BIN, FAST, cli_env, metrics, run_cli, run_dirs
 
 
-def test_run_dir_holds_config_checkpoints_metrics_and_history(workdir: Path):
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One short training run with an override, shared by the tests that read what it left."""
+    workdir = tmp_path_factory.mktemp("run")
     done = run_cli("research-train", *FAST, "optimizer.lr=0.003", cwd=workdir)
     assert done.returncode == 0, done.stderr[-2000:]
     (run,) = run_dirs(workdir)
-    assert "optimizer.lr-0.003" in run.name
-    assert (run / ".hydra" / "config.yaml").is_file()
-    assert (run / "checkpoints" / "last.ckpt").is_file()
-    assert (run / "checkpoints" / "best.ckpt").is_file()
-    m = metrics(run)
+    return run
+
+
+def test_run_dir_is_named_by_overrides_and_holds_config_checkpoints_history(finished: Path):
+    assert "optimizer.lr-0.003" in finished.name
+    assert (finished / ".hydra" / "config.yaml").is_file()
+    assert (finished / "checkpoints" / "last.ckpt").is_file()
+    assert (finished / "checkpoints" / "best.ckpt").is_file()
+    history = (finished / "history.jsonl").read_text().splitlines()
+    assert len(history) == 2  # debug=limit trains two epochs
+
+
+def test_metrics_json_records_status_identity_config_and_provenance(finished: Path):
+    m = metrics(finished)
     assert m["status"] == "completed" and m["error"] is None
     assert m["seed"] == 0 and m["run_id"] == f"{m['config_hash']}-s0"
     assert "optimizer.lr=0.003" in m["overrides"]
     assert m["config"]["optimizer"]["lr"] == 0.003
+    assert m["git"].keys() == {"commit", "dirty"}
+    assert m["versions"]["torch"] == torch.__version__.split("+")[0]
+    assert m["wandb"]["mode"] == "offline"
+
+
+def test_metrics_json_names_the_best_checkpoint_and_its_metrics(finished: Path):
+    m = metrics(finished)
     assert m["monitor"] == "val/acc" and m["mode"] == "max"
     assert m["best"]["checkpoint"] == "checkpoints/best.ckpt"
     assert 0.0 <= m["best"]["test/acc"] <= 1.0 and "val/acc" in m["best"]
-    assert m["git"].keys() == {"commit", "dirty"}
-    assert m["versions"]["torch"] == torch.__version__.split("+")[0]
-    history = (run / "history.jsonl").read_text().splitlines()
-    assert len(history) == 2  # debug=limit trains two epochs
-    checkpoint = torch.load(run / "checkpoints" / "last.ckpt", weights_only=True)
+
+
+def test_checkpoint_carries_the_run_id_and_wandb_id(finished: Path):
+    m = metrics(finished)
+    checkpoint = torch.load(finished / "checkpoints" / "last.ckpt", weights_only=True)
     assert checkpoint["research"]["wandb_run_id"] == m["wandb"]["run_id"]
     assert checkpoint["research"]["run_id"] == m["run_id"]
-    assert m["wandb"]["mode"] == "offline"
 
-    logged = read_offline_run(run)  # what W&B would upload on `wandb sync`
+
+def test_offline_wandb_run_holds_config_history_and_summary(finished: Path):
+    m = metrics(finished)
+    logged = read_offline_run(finished)  # what W&B would upload on `wandb sync`
     assert logged.run_id == m["wandb"]["run_id"]
     assert logged.project == "research" and logged.job_type == "train"
     assert logged.config["optimizer"]["lr"] == 0.003

@@ -32,7 +32,7 @@ class Trainer(Schema):
     devices: int | str | list[int] = "auto"
     num_nodes: int = spec(1, ge=1)
     strategy: str = "auto"
-    precision: str | int = spec("32-true", choices=PRECISIONS)
+    precision: str | int | None = spec(None, choices=[*PRECISIONS, None])
     min_epochs: int | None = spec(None, ge=0)
     max_epochs: int | None = spec(None, ge=-1)
     max_steps: int = spec(-1, ge=-1)
@@ -112,12 +112,19 @@ class Wandb(Schema):
     mode: str = spec("offline", choices=["offline", "online", "disabled", "shared"])
     log_model: bool | str = False
     id: str | None = None
-    save_dir: str | None = None
+    save_dir: str | None = "."
 
 
 @dataclass
 class CSV(Schema):
     targets = ("lightning.pytorch.loggers.CSVLogger",)
-    name: str | None = "csv"
+    name: str | None = "lightning_logs"
     save_dir: str | None = None
     flush_logs_every_n_steps: int = spec(100, ge=1)
+
+
+@dataclass
+class SLURMEnvironment(Schema):
+    targets = ("lightning.pytorch.plugins.environments.SLURMEnvironment",)
+    auto_requeue: bool = True
+    requeue_signal: Any = None

@@ -30,7 +30,7 @@ class SGD(Schema):
 
 @dataclass
 class Adam(Schema):
-    targets = ("torch.optim.Adam", "torch.optim.AdamW")
+    targets = ("torch.optim.Adam",)
     lr: float = spec(0.001, ge=0.0)
     betas: list[float] = spec([0.9, 0.999])
     eps: float = spec(1e-8, ge=0.0)
@@ -43,3 +43,9 @@ class Adam(Schema):
     def check(self, at: str) -> None:
         if len(self.betas) != 2 or not all(0.0 <= b < 1.0 for b in self.betas):
             fail(at, "betas", f"={self.betas} must be two numbers in [0, 1)")
+
+
+@dataclass
+class AdamW(Adam):
+    targets = ("torch.optim.AdamW",)
+    weight_decay: float = spec(0.01, ge=0.0)
