@@ -15,8 +15,8 @@ DECLARATIONS = (
     "research.config.schemas.models",
     "research.config.schemas.losses",
     "research.config.schemas.retrieval",
-    "research.config.schemas.data",
-    "research.config.schemas.retrieval_data",
+    "research.data.configs",
+    "research.retrieval.configs",
 )
 
 for _name in DECLARATIONS:
