@@ -57,9 +57,9 @@ from torch import Tensor
 from torch.nn import functional as F
 
 from research.models.colbert import MINILM_HUB_ID, ColBERT, default_backbone
-from research.retrieval.index import VoyagerIndex
+from research.retrieval.exact import ExactSearcher
 from research.retrieval.maxsim import maxsim_matrix
-from research.retrieval.search import ExactSearcher
+from research.retrieval.voyager import VoyagerIndex
 
 QUERY_TOKENS = 32
 DIM = 128

@@ -48,7 +48,7 @@ def test_colbert_run_trains_and_reports_ir_metrics(trained: Path):
 
 
 def test_colbert_test_index_is_saved_and_loads_back(trained: Path):
-    from research.retrieval.search import load_searcher
+    from research.retrieval import load_searcher
 
     searcher = load_searcher(trained / "index" / "test")
     assert searcher.kind == "exact"

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from research.config.errors import ConfigError
 from research.data.beir import BEIRDataModule, load_beir_folder, load_beir_hub
 
 WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "theta", "kappa", "lambda", "rho"]
@@ -95,13 +96,15 @@ def test_missing_folder_file_or_split_fail_in_one_line_naming_what_exists(folder
 @pytest.mark.parametrize(
     ("kwargs", "words"),
     [
-        ({"path": "a", "name": "b"}, "both given"),
-        ({}, "neither given"),
+        ({"path": "a", "name": "b"}, "give exactly one, a local BEIR folder"),
+        ({}, "neither is set"),
         ({"path": "a", "eval_corpus": "all"}, "choose one of: full, split"),
+        ({"path": "a", "n_negatives": -1}, "BEIRData.n_negatives=-1 is out of range"),
+        ({"path": "a", "max_train_queries": 0}, "BEIRData.max_train_queries=0 is out of range"),
     ],
 )
 def test_bad_arguments_fail_in_one_line(kwargs, words):
-    with pytest.raises(ValueError) as err:
+    with pytest.raises(ConfigError) as err:
         BEIRDataModule(**kwargs)
     assert words in str(err.value) and "\n" not in str(err.value)
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 import ast
 import inspect
 import textwrap
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from research.config import schemas  # noqa: F401  (registers the schemas)
 from research.config.errors import ConfigError
-from research.config.schema import SCHEMAS, check_node
+from research.config.schema import check_node
 from research.data import codesearch
 from research.data.beir import load_beir_folder
 from research.data.codesearch import (
@@ -21,6 +21,7 @@ from research.data.codesearch import (
     fingerprint,
     summary,
 )
+from research.data.configs import BEIRDataConfig, StdlibCodeSearchConfig
 
 
 @pytest.fixture(scope="module")
@@ -94,20 +95,23 @@ def test_second_setup_reuses_the_build(built: StdlibCodeSearchDataModule, monkey
         raise AssertionError("rebuilt although cached")
 
     monkeypatch.setattr(codesearch, "build_stdlib_codesearch", fail)
-    again = StdlibCodeSearchDataModule(data_dir=str(built.data_dir), max_eval_queries=5)
+    again = StdlibCodeSearchDataModule(data_dir=built.config.data_dir, max_eval_queries=5)
     again.setup()
     assert again.path == built.path and corpus.stat().st_mtime_ns == stamp
     assert len(again.retrieval_split("test").queries) == 5
-    other = StdlibCodeSearchDataModule(data_dir=str(built.data_dir), min_code_lines=3)
+    other = StdlibCodeSearchDataModule(data_dir=built.config.data_dir, min_code_lines=3)
     with pytest.raises(AssertionError, match="rebuilt"):
         other.setup()
 
 
 def test_fingerprint_covers_the_python_version_and_parameters(monkeypatch):
-    before = fingerprint(0.1, 0.1, 3, 2)
-    assert fingerprint(0.1, 0.1, 3, 3) != before and fingerprint(0.2, 0.1, 3, 2) != before
+    config = StdlibCodeSearchConfig()
+    before = fingerprint(config)
+    assert fingerprint(replace(config, min_code_lines=3)) != before
+    assert fingerprint(replace(config, val_fraction=0.2)) != before
+    assert fingerprint(replace(config, n_negatives=4, eval_corpus="full")) == before
     monkeypatch.setattr("platform.python_version", lambda: "3.99.0")
-    assert fingerprint(0.1, 0.1, 3, 2) != before
+    assert fingerprint(config) != before
 
 
 def test_train_batches_and_per_split_search(built: StdlibCodeSearchDataModule):
@@ -162,7 +166,6 @@ def test_summary_and_document_on_a_small_source():
 
 
 def test_schema_errors_are_one_line():
-    schema = SCHEMAS["research.data.codesearch.StdlibCodeSearchDataModule"]
     for node, words in [
         ({"val_fraction": 0.6, "test_fraction": 0.5}, "data.val_fraction=0.6 plus test_fraction"),
         ({"eval_corpus": "some"}, "data.eval_corpus='some' is not valid; choose one of: full"),
@@ -170,9 +173,8 @@ def test_schema_errors_are_one_line():
         ({"path": "x"}, "data.path is not an option"),
     ]:
         with pytest.raises(ConfigError) as err:
-            check_node("data", node, schema)
+            check_node("data", node, StdlibCodeSearchConfig)
         assert words in str(err.value) and "\n" not in str(err.value)
-    beir = SCHEMAS["research.data.beir.BEIRDataModule"]
     with pytest.raises(ConfigError, match="give exactly one.*neither is set$"):
-        check_node("data", {"name": None}, beir)
-    check_node("data", {"path": "folder", "name": None, "n_negatives": 3}, beir)
+        check_node("data", {"name": None}, BEIRDataConfig)
+    check_node("data", {"path": "folder", "name": None, "n_negatives": 3}, BEIRDataConfig)

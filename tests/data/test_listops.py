@@ -10,7 +10,7 @@ import torch
 
 from research.config.errors import ConfigError
 from research.config.schema import check_node
-from research.config.schemas.data import ListOps
+from research.data.configs import LISTOPS_VOCAB_SIZE, ListOpsConfig
 from research.data.listops import TOKENS, ListOpsDataModule, ListOpsGenerator
 
 
@@ -125,10 +125,16 @@ def test_batches_are_padded_to_their_longest(module: ListOpsDataModule):
     assert batch["labels"].shape == (64,)
 
 
+def test_the_declared_vocabulary_is_the_generators():
+    assert len(TOKENS) == LISTOPS_VOCAB_SIZE == ListOpsDataModule().config.vocab_size
+
+
 def test_impossible_settings_fail_in_one_line():
-    with pytest.raises(ValueError, match="no ListOps expression has 16..64 tokens"):
+    with pytest.raises(ConfigError, match="no ListOps expression has 16..64 tokens"):
         ListOpsDataModule(max_depth=1)
-    with pytest.raises(ValueError, match="eval_max_lens"):
+    with pytest.raises(ConfigError, match=r"ListOps.eval_max_lens=\[32\] must increase"):
         ListOpsDataModule(eval_max_lens=[32])
+    with pytest.raises(ConfigError, match="ListOps.vocab_size=18 is not valid; choose one of: 17"):
+        ListOpsDataModule(vocab_size=18)
     with pytest.raises(ConfigError, match="eval_max_lens=\\[128, 100\\] must increase"):
-        check_node("data", {"eval_max_lens": [128, 100]}, ListOps)
+        check_node("data", {"eval_max_lens": [128, 100]}, ListOpsConfig)

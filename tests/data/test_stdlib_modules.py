@@ -59,13 +59,13 @@ def test_split_is_by_name_not_by_module(built: StdlibModulesDataModule):
 
 
 def test_classes_are_the_most_frequent_modules(built: StdlibModulesDataModule):
-    assert built.num_classes == len(built.class_names) == 10
+    assert built.config.num_classes == len(built.class_names) == 10
     labels = torch.cat([built.splits[split].labels for split in SPLITS])
     counts = torch.bincount(labels, minlength=10).tolist()
     assert counts == sorted(counts, reverse=True)
     assert {"asyncio", "logging", "email"} <= set(built.class_names)
     with pytest.raises(ValueError, match=r"data.num_classes=100000 .* choose at most \d+"):
-        StdlibModulesDataModule(data_dir=str(built.data_dir), num_classes=100000).setup()
+        StdlibModulesDataModule(data_dir=built.config.data_dir, num_classes=100000).setup()
 
 
 def test_batches_start_with_cls_and_pad_to_their_longest(built: StdlibModulesDataModule):
@@ -87,7 +87,7 @@ def test_build_is_cached_and_shares_the_corpus_tokenizer(
         raise AssertionError("the stdlib was walked again")
 
     monkeypatch.setattr("research.data.stdlib_modules.stdlib_docs", no_walk)
-    again = StdlibModulesDataModule(data_dir=str(built.data_dir), vocab_size=2000, max_len=48)
+    again = StdlibModulesDataModule(data_dir=built.config.data_dir, vocab_size=2000, max_len=48)
     again.setup()
     assert (built.cache_dir / "examples.pt").stat().st_mtime_ns == stamp
     assert again.class_names == built.class_names and again.names == built.names

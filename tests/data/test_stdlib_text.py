@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from research.data.stdlib_text import StdlibTextDataModule, _split_of, stdlib_docstrings
+from research.data.stdlib_text import StdlibTextDataModule, split_of, stdlib_docstrings
 
 
 @pytest.fixture(scope="module")
@@ -29,17 +29,17 @@ def test_blocks_tokenizer_and_split_by_module(built: StdlibTextDataModule):
     assert (batch["input_ids"][:, 0] == built.tokenizer().token_to_id("[CLS]")).all()
     text = built.tokenizer().decode(batch["input_ids"][0, 1:40].tolist())
     assert len(text.split()) > 10
-    assert _split_of("json", 0.1, 0.1) == _split_of("json", 0.1, 0.1)
+    assert split_of("json", 0.1, 0.1) == split_of("json", 0.1, 0.1)
 
 
 def test_build_is_cached_and_fingerprinted(built: StdlibTextDataModule):
     cache = built.cache_dir
     assert (cache / "tokenizer.json").is_file() and (cache / "blocks.pt").is_file()
     stamp = (cache / "blocks.pt").stat().st_mtime
-    again = StdlibTextDataModule(data_dir=str(built.data_dir), vocab_size=2000)
+    again = StdlibTextDataModule(data_dir=built.config.data_dir, vocab_size=2000)
     again.setup()
     assert again.cache_dir == cache and (cache / "blocks.pt").stat().st_mtime == stamp
-    other = StdlibTextDataModule(data_dir=str(built.data_dir), vocab_size=3000)
+    other = StdlibTextDataModule(data_dir=built.config.data_dir, vocab_size=3000)
     assert other.fingerprint != built.fingerprint
 
 

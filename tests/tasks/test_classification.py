@@ -195,7 +195,7 @@ def test_overfits_32_fixed_samples_in_50_steps():
 
 
 def test_each_evaluation_length_gets_its_own_metrics():
-    from research.data.synthetic import AssociativeRecallDataModule
+    from research.data.recall import AssociativeRecallDataModule
     from research.models.transformer import SequenceClassifier
 
     data = AssociativeRecallDataModule(

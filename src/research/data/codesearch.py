@@ -24,9 +24,11 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from research.data.beir import BEIRDataModule
-from research.data.stdlib_text import _definitions, stdlib_sources
+from research.data.beir import RetrievalDataModule
+from research.data.configs import StdlibCodeSearchConfig
+from research.data.stdlib_text import definitions, stdlib_sources
 
 log = logging.getLogger(__name__)
 
@@ -89,22 +91,24 @@ def _document(function: ast.FunctionDef, lines: list[str], min_code_lines: int) 
     return "\n".join(kept).rstrip()
 
 
-def stdlib_functions(min_query_words: int = 3, min_code_lines: int = 2) -> list[CodeFunction]:
+def stdlib_functions(config: StdlibCodeSearchConfig | None = None) -> list[CodeFunction]:
     """Every public stdlib function with a docstring summary of at least `min_query_words` words
     and at least `min_code_lines` lines of code, in source order; exact duplicate documents
-    (e.g. one method copied into two classes) keep only their first occurrence."""
+    (e.g. one method copied into two classes) keep only their first occurrence; the two limits
+    are `config`'s (the declared defaults when it is None)."""
+    config = config or StdlibCodeSearchConfig()
     found: list[CodeFunction] = []
     seen: set[str] = set()
     for relative, source, tree in stdlib_sources():
         lines = source.splitlines()
         dotted = ".".join(relative.with_suffix("").parts).removesuffix(".__init__")
-        for qualname, function in _definitions(tree, ""):
+        for qualname, function in definitions(tree, ""):
             docstring = ast.get_docstring(function)
             if not isinstance(function, _DEFS) or function.name.startswith("_") or not docstring:
                 continue
             query = summary(docstring)
-            document = _document(function, lines, min_code_lines)
-            if len(query.split()) < min_query_words or document is None or document in seen:
+            document = _document(function, lines, config.min_code_lines)
+            if len(query.split()) < config.min_query_words or document is None or document in seen:
                 continue
             seen.add(document)
             function_id = f"{dotted}:{qualname}:{function.lineno}"
@@ -137,12 +141,11 @@ def module_splits(
     return splits
 
 
-def fingerprint(
-    val_fraction: float, test_fraction: float, min_query_words: int, min_code_lines: int
-) -> str:
-    """Names one build: the Python (its stdlib is the data), the parameters and this format."""
-    facts = [platform.python_version(), val_fraction, test_fraction, min_query_words]
-    facts += [min_code_lines, FORMAT]
+def fingerprint(config: StdlibCodeSearchConfig) -> str:
+    """Names one build: the Python (its stdlib is the data), the build parameters and this
+    format (the parameters that only say how the build is read are left out)."""
+    facts = [platform.python_version(), config.val_fraction, config.test_fraction]
+    facts += [config.min_query_words, config.min_code_lines, FORMAT]
     return hashlib.sha1(json.dumps(facts).encode()).hexdigest()[:12]
 
 
@@ -152,17 +155,13 @@ def _write_jsonl(path: Path, rows: list[dict[str, str]]) -> None:
 
 
 def build_stdlib_codesearch(
-    folder: str | Path,
-    val_fraction: float = 0.1,
-    test_fraction: float = 0.1,
-    min_query_words: int = 3,
-    min_code_lines: int = 2,
+    folder: str | Path, config: StdlibCodeSearchConfig | None = None
 ) -> dict[str, int]:
     """Write the BEIR folder (corpus.jsonl, queries.jsonl, qrels/{train,val,test}.tsv) and return
     the queries per split. Built in a temporary folder beside it and renamed into place, so a
     killed or concurrent build never leaves a half-written folder behind."""
-    folder = Path(folder)
-    functions = stdlib_functions(min_query_words, min_code_lines)
+    folder, config = Path(folder), config or StdlibCodeSearchConfig()
+    functions = stdlib_functions(config)
     folder.parent.mkdir(parents=True, exist_ok=True)
     partial = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
     partial.chmod(0o755)  # mkdtemp's 0o700 would hide the cache from other users of data_dir
@@ -172,7 +171,7 @@ def build_stdlib_codesearch(
         [{"_id": f.id, "title": "", "text": f.document} for f in functions],
     )
     _write_jsonl(partial / "queries.jsonl", [{"_id": f.id, "text": f.query} for f in functions])
-    split_of, sizes = module_splits(functions, val_fraction, test_fraction), {}
+    split_of, sizes = module_splits(functions, config.val_fraction, config.test_fraction), {}
     for split in SPLITS:
         ids = [f.id for f in functions if split_of[f.module] == split]
         rows = "".join(f"{i}\t{i}\t1\n" for i in ids)
@@ -186,51 +185,22 @@ def build_stdlib_codesearch(
     return sizes
 
 
-class StdlibCodeSearchDataModule(BEIRDataModule):
+class StdlibCodeSearchDataModule(RetrievalDataModule):
     """The stdlib code-search task (built once, then read from its cache) as a BEIR datamodule.
 
     Each split searches only its own functions by default (`eval_corpus="split"`), as in
     CodeSearchNet, so no val/test function is ever a training negative.
     """
 
-    def __init__(
-        self,
-        data_dir: str = "data",
-        val_fraction: float = 0.1,
-        test_fraction: float = 0.1,
-        min_query_words: int = 3,
-        min_code_lines: int = 2,
-        n_negatives: int = 1,
-        batch_size: int = 32,
-        num_workers: int = 0,
-        seed: int = 0,
-        max_train_queries: int | None = None,
-        max_eval_queries: int | None = None,
-        eval_corpus: str = "split",
-        distillation_file: str | None = None,
-    ) -> None:
-        build = (val_fraction, test_fraction, min_query_words, min_code_lines)
-        folder = Path(data_dir) / "stdlib_codesearch" / fingerprint(*build)
-        super().__init__(
-            path=str(folder),
-            data_dir=data_dir,
-            train_split="train",
-            val_split="val",
-            test_split="test",
-            n_negatives=n_negatives,
-            batch_size=batch_size,
-            num_workers=num_workers,
-            seed=seed,
-            max_train_queries=max_train_queries,
-            max_eval_queries=max_eval_queries,
-            eval_corpus=eval_corpus,
-            distillation_file=distillation_file,
-        )
-        self.build = build
+    def __init__(self, config: StdlibCodeSearchConfig | None = None, **params: Any) -> None:
+        config = StdlibCodeSearchConfig.build(config, params)
+        folder = Path(config.data_dir) / "stdlib_codesearch" / fingerprint(config)
+        super().__init__(str(folder), None, {split: split for split in SPLITS})
+        self.config = config
 
     def prepare_data(self) -> None:
         if not Path(str(self.path)).is_dir():
-            build_stdlib_codesearch(str(self.path), *self.build)
+            build_stdlib_codesearch(str(self.path), self.config)
 
     def setup(self, stage: str | None = None) -> None:
         self.prepare_data()

@@ -16,89 +16,75 @@ from typing import Any
 import torch
 from torch.utils.data import TensorDataset
 
-from research.data.splits import SplitDataModule
+from research.data.base import SplitDataModule
+from research.data.configs import HFTextConfig
 from research.data.tokenizer import wordpiece
 
 
 class HFTextDataModule(SplitDataModule):
     """Padded token ids with [CLS] first, the attention mask and the label, per example."""
 
-    def __init__(
-        self,
-        name: str = "ag_news",
-        data_files: Any = None,
-        text_field: str = "text",
-        label_field: str = "label",
-        num_classes: int = 4,
-        vocab_size: int = 8000,
-        max_len: int = 128,
-        data_dir: str = "data",
-        batch_size: int = 32,
-        num_workers: int = 0,
-        seed: int = 0,
-        val_fraction: float = 0.1,
-        max_train_size: int | None = None,
-    ) -> None:
+    def __init__(self, config: HFTextConfig | None = None, **params: Any) -> None:
         super().__init__()
-        self.name, self.data_files = name, data_files
-        self.text_field, self.label_field = text_field, label_field
-        self.num_classes, self.vocab_size, self.max_len = num_classes, vocab_size, max_len
-        self.data_dir, self.batch_size, self.num_workers = Path(data_dir), batch_size, num_workers
-        self.seed, self.val_fraction, self.max_train_size = seed, val_fraction, max_train_size
+        self.config = HFTextConfig.build(config, params)
         self.splits: dict[str, TensorDataset] = {}
         self.collate_fn = _as_batch
 
     def _load(self) -> Any:
         import datasets
 
+        config = self.config
         try:
             loaded = datasets.load_dataset(
-                self.name, data_files=self.data_files, cache_dir=str(self.data_dir / "hf")
+                config.name,
+                data_files=config.data_files,
+                cache_dir=str(Path(config.data_dir) / "hf"),
             )
         except Exception as err:  # noqa: BLE001 - hub, network and file errors alike
             reason = str(err).strip().splitlines()[0][:160] if str(err).strip() else ""
             raise FileNotFoundError(
-                f"data.name={self.name!r} could not be loaded ({type(err).__name__}: {reason}); "
+                f"data.name={config.name!r} could not be loaded ({type(err).__name__}: {reason}); "
                 "without network use a builder such as data.name=json with data.data_files"
             ) from None
-        for column in (self.text_field, self.label_field):
+        for column in (config.text_field, config.label_field):
             if column not in loaded["train"].column_names:
                 raise ValueError(
-                    f"data: column {column!r} not in {self.name!r}; its columns are: "
+                    f"data: column {column!r} not in {config.name!r}; its columns are: "
                     + ", ".join(loaded["train"].column_names)
                 )
         return loaded
 
     def _fingerprint(self, train_texts: list[str]) -> str:
+        config = self.config
         digest = hashlib.sha1("\n".join(train_texts).encode()).hexdigest()
-        facts = [self.name, digest, self.vocab_size, self.max_len, "wordpiece-v1"]
+        facts = [config.name, digest, config.vocab_size, config.max_len, "wordpiece-v1"]
         return hashlib.sha1(json.dumps(facts).encode()).hexdigest()[:12]
 
     def setup(self, stage: str | None = None) -> None:
         if self.splits:
             return
-        loaded = self._load()
-        held_out = loaded["train"].train_test_split(test_size=self.val_fraction, seed=self.seed)
+        config, loaded = self.config, self._load()
+        held_out = loaded["train"].train_test_split(test_size=config.val_fraction, seed=config.seed)
         parts = {"train": held_out["train"], "val": held_out["test"]}
         parts["test"] = loaded["test"] if "test" in loaded else held_out["test"]
-        if self.max_train_size:
+        if config.max_train_size:
             parts["train"] = parts["train"].select(
-                range(min(self.max_train_size, len(parts["train"])))
+                range(min(config.max_train_size, len(parts["train"])))
             )
-        train_texts = list(parts["train"][self.text_field])
-        folder = self.data_dir / "hf_text" / self._fingerprint(train_texts)
-        tokenizer = wordpiece(folder / "tokenizer.json", train_texts, self.vocab_size)
-        tokenizer.enable_truncation(self.max_len)
-        tokenizer.enable_padding(pad_id=0, length=self.max_len)
+        train_texts = list(parts["train"][config.text_field])
+        folder = Path(config.data_dir) / "hf_text" / self._fingerprint(train_texts)
+        tokenizer = wordpiece(folder / "tokenizer.json", train_texts, config.vocab_size)
+        tokenizer.enable_truncation(config.max_len)
+        tokenizer.enable_padding(pad_id=0, length=config.max_len)
         tokenizer.post_processor = _cls_first(tokenizer)
         for split, part in parts.items():
-            encoded = tokenizer.encode_batch(list(part[self.text_field]))
+            encoded = tokenizer.encode_batch(list(part[config.text_field]))
             ids = torch.tensor([e.ids for e in encoded], dtype=torch.long)
             mask = torch.tensor([e.attention_mask for e in encoded], dtype=torch.long)
-            labels = torch.tensor(part[self.label_field], dtype=torch.long)
-            if labels.numel() and (labels.min() < 0 or labels.max() >= self.num_classes):
+            labels = torch.tensor(part[config.label_field], dtype=torch.long)
+            if labels.numel() and (labels.min() < 0 or labels.max() >= config.num_classes):
                 raise ValueError(
-                    f"data.num_classes={self.num_classes} but {split} labels span "
+                    f"data.num_classes={config.num_classes} but {split} labels span "
                     f"{int(labels.min())}..{int(labels.max())}"
                 )
             self.splits[split] = TensorDataset(ids, mask, labels)

@@ -8,12 +8,14 @@ the same for every dataset, which keeps results comparable across datasets.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from sklearn.model_selection import train_test_split
 from torch.utils.data import TensorDataset
 
-from research.data.splits import SplitDataModule
+from research.data.base import SplitDataModule
+from research.data.configs import ImageDataConfig
 
 
 @dataclass
@@ -30,35 +32,14 @@ class ImageArrays:
 class ImageDataModule(SplitDataModule):
     """Stratified, seeded train/val/test splits of an in-memory image dataset."""
 
-    def __init__(
-        self,
-        data_dir: str = "data",
-        batch_size: int = 64,
-        num_workers: int = 0,
-        seed: int = 0,
-        val_fraction: float = 0.1,
-        test_fraction: float = 0.1,
-        normalize: bool = True,
-        download: bool = False,
-        pin_memory: bool = False,
-        num_classes: int = 10,
-        in_channels: int = 1,
-        image_size: int = 8,
-    ) -> None:
+    def __init__(self, config: ImageDataConfig | None = None, **params: Any) -> None:
         super().__init__()
-        self.data_dir = data_dir
-        self.batch_size = batch_size
-        self.num_workers = num_workers
-        self.seed = seed
-        self.val_fraction = val_fraction
-        self.test_fraction = test_fraction
-        self.normalize = normalize
-        self.download = download
-        self.pin_memory = pin_memory
-        self.num_classes = num_classes
-        self.in_channels = in_channels
-        self.image_size = image_size
+        self.config = ImageDataConfig.build(config, params)
         self.splits: dict[str, TensorDataset] = {}
+
+    @property
+    def pin_memory(self) -> bool:  # type: ignore[override]
+        return self.config.pin_memory
 
     def load(self) -> ImageArrays:
         """Read the raw dataset; subclasses implement it."""
@@ -71,13 +52,13 @@ class ImageDataModule(SplitDataModule):
         x, y = arrays.train_x, arrays.train_y
         indices = torch.arange(len(y))
         if arrays.test_x is None or arrays.test_y is None:
-            indices, test_idx = self._split(indices, y, self.test_fraction)
+            indices, test_idx = self._split(indices, y, self.config.test_fraction)
             test_x, test_y = x[test_idx], y[test_idx]
         else:
             test_x, test_y = arrays.test_x, arrays.test_y
-        train_idx, val_idx = self._split(indices, y[indices], self.val_fraction)
+        train_idx, val_idx = self._split(indices, y[indices], self.config.val_fraction)
         train_x, val_x = x[train_idx], x[val_idx]
-        if self.normalize:
+        if self.config.normalize:
             mean = train_x.mean(dim=(0, 2, 3), keepdim=True)
             std = train_x.std(dim=(0, 2, 3), keepdim=True).clamp_min(1e-6)
             train_x, val_x, test_x = ((t - mean) / std for t in (train_x, val_x, test_x))
@@ -91,6 +72,9 @@ class ImageDataModule(SplitDataModule):
         self, indices: torch.Tensor, labels: torch.Tensor, fraction: float
     ) -> tuple[torch.Tensor, torch.Tensor]:
         keep, held_out = train_test_split(
-            indices.numpy(), test_size=fraction, random_state=self.seed, stratify=labels.numpy()
+            indices.numpy(),
+            test_size=fraction,
+            random_state=self.config.seed,
+            stratify=labels.numpy(),
         )
         return torch.as_tensor(keep), torch.as_tensor(held_out)

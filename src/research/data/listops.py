@@ -27,16 +27,17 @@ import random
 import statistics
 from collections.abc import Callable
 from itertools import pairwise
+from typing import Any
 
 import torch
 
+from research.config.errors import ConfigError
+from research.data.base import SplitDataModule
+from research.data.configs import ListOpsConfig
 from research.data.sequences import LabelledSequences, pad_batch
-from research.data.splits import SplitDataModule
 
 OPERATORS = ("MAX", "MIN", "MED", "SM")
 TOKENS = ("[PAD]", *"0123456789", "[", "]", *OPERATORS)
-VOCAB_SIZE = len(TOKENS)
-NUM_CLASSES = 10
 _DIGIT, _OPEN, _CLOSE, _OPERATOR = 1, 11, 12, 13  # ids of "0", "[", "]" and "MAX"
 _APPLY: tuple[Callable[[list[int]], int], ...] = (
     max,
@@ -116,46 +117,20 @@ class ListOpsDataModule(SplitDataModule):
     """Train at `min_len`..`max_len` tokens; evaluate there and in each band up to the next
     of `eval_max_lens` (e.g. [128, 256]: 65..128 and 129..256), logged as `val/acc@128`, ..."""
 
-    def __init__(
-        self,
-        max_depth: int = 4,
-        max_args: int = 5,
-        min_len: int = 16,
-        max_len: int = 64,
-        eval_max_lens: list[int] | None = None,
-        train_size: int = 10000,
-        val_size: int = 500,
-        test_size: int = 500,
-        batch_size: int = 64,
-        num_workers: int = 0,
-        seed: int = 0,
-        vocab_size: int = VOCAB_SIZE,
-        num_classes: int = NUM_CLASSES,
-    ) -> None:
+    def __init__(self, config: ListOpsConfig | None = None, **params: Any) -> None:
         super().__init__()
-        if (vocab_size, num_classes) != (VOCAB_SIZE, NUM_CLASSES):
-            raise ValueError(
-                f"data: ListOps has vocab_size={VOCAB_SIZE} and num_classes={NUM_CLASSES}, "
-                f"not {vocab_size} and {num_classes}"
-            )
-        bounds = [max_len, *(eval_max_lens or [])]
-        if min_len > max_len or any(b <= a for a, b in pairwise(bounds)):
-            raise ValueError(
-                f"data: need min_len <= max_len < each of eval_max_lens, increasing; got "
-                f"min_len={min_len}, max_len={max_len}, eval_max_lens={eval_max_lens}"
-            )
-        self.ranges = [(min_len, max_len), *((a + 1, b) for a, b in pairwise(bounds))]
-        self.generator = ListOpsGenerator(max_depth, max_args, bounds[-1])
+        self.config = config = ListOpsConfig.build(config, params)
+        bounds = [config.max_len, *(config.eval_max_lens or [])]
+        self.ranges = [(config.min_len, config.max_len), *((a + 1, b) for a, b in pairwise(bounds))]
+        self.generator = ListOpsGenerator(config.max_depth, config.max_args, bounds[-1])
         for low, high in self.ranges:
             if not self.generator.lengths(low, high):
-                raise ValueError(
+                raise ConfigError(
                     f"data: no ListOps expression has {low}..{high} tokens with "
-                    f"max_depth={max_depth}, max_args={max_args}; raise either"
+                    f"max_depth={config.max_depth}, max_args={config.max_args}; raise either"
                 )
         self.eval_suffixes = ["", *(f"@{high}" for _, high in self.ranges[1:])]
-        self.sizes = {"train": train_size, "val": val_size, "test": test_size}
-        self.batch_size, self.num_workers, self.seed = batch_size, num_workers, seed
-        self.vocab_size, self.num_classes = vocab_size, num_classes
+        self.sizes = {"train": config.train_size, "val": config.val_size, "test": config.test_size}
         self.collate_fn = pad_batch
         self.splits: dict[str, LabelledSequences | list[LabelledSequences]] = {}
 
@@ -171,7 +146,7 @@ class ListOpsDataModule(SplitDataModule):
         """`split`'s examples in length band `band` (0: the training range), drawn from a
         random stream of their own, seeded by (seed, split, the band's lengths)."""
         low, high = self.ranges[band]
-        rng = random.Random(f"listops/{self.seed}/{split}/{low}-{high}")
+        rng = random.Random(f"listops/{self.config.seed}/{split}/{low}-{high}")
         lengths = self.generator.lengths(low, high)
         examples = [
             self.generator.expression(rng.choice(lengths), rng) for _ in range(self.sizes[split])

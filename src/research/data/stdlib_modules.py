@@ -23,9 +23,10 @@ from typing import Any
 
 import torch
 
+from research.data.base import SplitDataModule
+from research.data.configs import StdlibModulesConfig
 from research.data.sequences import PAD, LabelledSequences, pad_batch
-from research.data.splits import SplitDataModule
-from research.data.stdlib_text import StdlibDoc, StdlibTextDataModule, _split_of, stdlib_docs
+from research.data.stdlib_text import StdlibDoc, StdlibTextDataModule, split_of, stdlib_docs
 
 SPLITS = ("train", "val", "test")
 
@@ -53,23 +54,9 @@ def module_examples(num_classes: int) -> tuple[list[str], list[StdlibDoc]]:
 class StdlibModulesDataModule(SplitDataModule):
     """Docstring -> top-level module; `class_names` and per-split `names` are filled by setup."""
 
-    def __init__(
-        self,
-        data_dir: str = "data",
-        vocab_size: int = 8000,
-        num_classes: int = 10,
-        max_len: int = 128,
-        batch_size: int = 32,
-        num_workers: int = 0,
-        seed: int = 0,
-        val_fraction: float = 0.1,
-        test_fraction: float = 0.1,
-    ) -> None:
+    def __init__(self, config: StdlibModulesConfig | None = None, **params: Any) -> None:
         super().__init__()
-        self.data_dir, self.vocab_size, self.max_len = Path(data_dir), vocab_size, max_len
-        self.num_classes, self.batch_size = num_classes, batch_size
-        self.num_workers, self.seed = num_workers, seed
-        self.val_fraction, self.test_fraction = val_fraction, test_fraction
+        self.config = StdlibModulesConfig.build(config, params)
         self.collate_fn = pad_batch
         self.class_names: list[str] = []
         self.names: dict[str, list[str]] = {}  # "<source module>:<qualname>" per example
@@ -77,34 +64,38 @@ class StdlibModulesDataModule(SplitDataModule):
 
     def text_corpus(self) -> StdlibTextDataModule:
         """The MLM corpus at its default build, whose cached tokenizer this task shares."""
-        return StdlibTextDataModule(data_dir=str(self.data_dir), vocab_size=self.vocab_size)
+        return StdlibTextDataModule(
+            data_dir=self.config.data_dir, vocab_size=self.config.vocab_size
+        )
 
     @property
     def fingerprint(self) -> str:
-        facts = [platform.python_version(), self.text_corpus().fingerprint, self.num_classes]
-        facts += [self.max_len, self.val_fraction, self.test_fraction, "stdlib-modules-v1"]
+        config = self.config
+        facts = [platform.python_version(), self.text_corpus().fingerprint, config.num_classes]
+        facts += [config.max_len, config.val_fraction, config.test_fraction, "stdlib-modules-v1"]
         return hashlib.sha1(json.dumps(facts).encode()).hexdigest()[:12]
 
     @property
     def cache_dir(self) -> Path:
-        return self.data_dir / "stdlib_modules" / self.fingerprint
+        return Path(self.config.data_dir) / "stdlib_modules" / self.fingerprint
 
     def _build(self) -> dict[str, Any]:
         path = self.cache_dir / "examples.pt"
         if path.is_file():
             return torch.load(path, weights_only=True)
-        class_names, examples = module_examples(self.num_classes)
+        config = self.config
+        class_names, examples = module_examples(self.config.num_classes)
         tokenizer = self.text_corpus().tokenizer()
         cls = tokenizer.token_to_id("[CLS]")
         encoded = tokenizer.encode_batch([doc.text for doc in examples])
         rows: dict[str, list[tuple[list[int], int, str]]] = {split: [] for split in SPLITS}
         for doc, encoding in zip(examples, encoded, strict=True):
-            split = _split_of(f"{doc.module}:{doc.name}", self.val_fraction, self.test_fraction)
-            ids = [cls, *encoding.ids[: self.max_len - 1]]
+            split = split_of(f"{doc.module}:{doc.name}", config.val_fraction, config.test_fraction)
+            ids = [cls, *encoding.ids[: config.max_len - 1]]
             rows[split].append((ids, class_names.index(doc.module), doc.name))
         build: dict[str, Any] = {"class_names": class_names}
         for split, items in rows.items():
-            ids = torch.full((len(items), self.max_len), PAD, dtype=torch.int32)
+            ids = torch.full((len(items), config.max_len), PAD, dtype=torch.int32)
             for row, (tokens, _, _) in enumerate(items):
                 ids[row, : len(tokens)] = torch.tensor(tokens, dtype=torch.int32)
             build[split] = {

@@ -18,12 +18,13 @@ import platform
 import sysconfig
 from collections.abc import Iterator
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import torch
 from torch.utils.data import TensorDataset
 
-from research.data.splits import SplitDataModule
+from research.data.base import SplitDataModule
+from research.data.configs import StdlibTextConfig
 from research.data.tokenizer import wordpiece
 
 _KINDS = {
@@ -68,14 +69,14 @@ def stdlib_docs(min_chars: int = 40) -> tuple[StdlibDoc, ...]:
     for relative, _, tree in stdlib_sources():
         source = ".".join(relative.with_suffix("").parts).removesuffix(".__init__")
         module = relative.parts[0].removesuffix(".py")
-        for qualname, node in [("", tree), *_definitions(tree, "")]:
+        for qualname, node in [("", tree), *definitions(tree, "")]:
             if (doc := ast.get_docstring(node)) and len(doc) >= min_chars:
                 kind = _KINDS[type(node)]
                 found.add(StdlibDoc(module, f"{source}:{qualname}", kind, " ".join(doc.split())))
     return tuple(sorted(found))
 
 
-def _definitions(node: ast.AST, prefix: str) -> Iterator[tuple[str, ast.AST]]:
+def definitions(node: ast.AST, prefix: str) -> Iterator[tuple[str, ast.AST]]:
     """(qualname, node) of every class and function under `node`, named as `__qualname__` is.
 
     Definitions are statements, so only statements (and except/match clauses) are descended."""
@@ -84,9 +85,9 @@ def _definitions(node: ast.AST, prefix: str) -> Iterator[tuple[str, ast.AST]]:
             qualname = prefix + child.name
             yield qualname, child
             inner = ".<locals>." if _KINDS[type(child)] == "function" else "."
-            yield from _definitions(child, qualname + inner)
+            yield from definitions(child, qualname + inner)
         elif isinstance(child, (ast.stmt, ast.excepthandler, ast.match_case)):
-            yield from _definitions(child, prefix)
+            yield from definitions(child, prefix)
 
 
 def stdlib_docstrings(min_chars: int = 40) -> list[tuple[str, str]]:
@@ -94,7 +95,7 @@ def stdlib_docstrings(min_chars: int = 40) -> list[tuple[str, str]]:
     return sorted({(doc.module, doc.text) for doc in stdlib_docs(min_chars)})
 
 
-def _split_of(key: str, val_fraction: float, test_fraction: float) -> str:
+def split_of(key: str, val_fraction: float, test_fraction: float) -> str:
     """The split (train, val or test) of `key`, from its hash: the same on every machine."""
     bucket = int(hashlib.sha1(key.encode()).hexdigest()[:8], 16) / 0xFFFFFFFF
     if bucket < test_fraction:
@@ -105,50 +106,39 @@ def _split_of(key: str, val_fraction: float, test_fraction: float) -> str:
 class StdlibTextDataModule(SplitDataModule):
     """Fixed-length token blocks of stdlib docstrings (each starts with [CLS]) for MLM."""
 
-    def __init__(
-        self,
-        data_dir: str = "data",
-        vocab_size: int = 8000,
-        max_len: int = 128,
-        batch_size: int = 32,
-        num_workers: int = 0,
-        seed: int = 0,
-        val_fraction: float = 0.1,
-        test_fraction: float = 0.1,
-        max_train_blocks: int | None = None,
-    ) -> None:
+    def __init__(self, config: StdlibTextConfig | None = None, **params: Any) -> None:
         super().__init__()
-        self.data_dir, self.vocab_size, self.max_len = Path(data_dir), vocab_size, max_len
-        self.batch_size, self.num_workers, self.seed = batch_size, num_workers, seed
-        self.val_fraction, self.test_fraction = val_fraction, test_fraction
-        self.max_train_blocks = max_train_blocks
+        self.config = StdlibTextConfig.build(config, params)
         self.collate_fn = _as_batch
         self.splits: dict[str, TensorDataset] = {}
 
     @property
     def fingerprint(self) -> str:
-        facts = [platform.python_version(), self.vocab_size, self.max_len]
-        facts += [self.val_fraction, self.test_fraction, "wordpiece-v1"]
+        config = self.config
+        facts = [platform.python_version(), config.vocab_size, config.max_len]
+        facts += [config.val_fraction, config.test_fraction, "wordpiece-v1"]
         return hashlib.sha1(json.dumps(facts).encode()).hexdigest()[:12]
 
     @property
     def cache_dir(self) -> Path:
-        return self.data_dir / "stdlib_text" / self.fingerprint
+        return Path(self.config.data_dir) / "stdlib_text" / self.fingerprint
 
     def tokenizer(self):  # noqa: ANN201 - tokenizers.Tokenizer, imported lazily
         texts = (text for _, text in stdlib_docstrings())
-        return wordpiece(self.cache_dir / "tokenizer.json", texts, self.vocab_size)
+        return wordpiece(self.cache_dir / "tokenizer.json", texts, self.config.vocab_size)
 
     def _blocks(self) -> dict[str, torch.Tensor]:
         path = self.cache_dir / "blocks.pt"
         if path.is_file():
             return torch.load(path, weights_only=True)
         tokenizer = self.tokenizer()
-        cls, body = tokenizer.token_to_id("[CLS]"), self.max_len - 1
+        cls, body = tokenizer.token_to_id("[CLS]"), self.config.max_len - 1
         streams: dict[str, list[int]] = {"train": [], "val": [], "test": []}
         for module, text in stdlib_docstrings():
             ids = tokenizer.encode(text).ids + [tokenizer.token_to_id("[SEP]")]
-            streams[_split_of(module, self.val_fraction, self.test_fraction)].extend(ids)
+            streams[split_of(module, self.config.val_fraction, self.config.test_fraction)].extend(
+                ids
+            )
         blocks = {}
         for split, ids in streams.items():
             usable = len(ids) // body * body
@@ -164,8 +154,8 @@ class StdlibTextDataModule(SplitDataModule):
             return
         for split, ids in self._blocks().items():
             ids = ids.long()
-            if split == "train" and self.max_train_blocks:
-                ids = ids[: self.max_train_blocks]
+            if split == "train" and self.config.max_train_blocks:
+                ids = ids[: self.config.max_train_blocks]
             self.splits[split] = TensorDataset(ids)
 
 

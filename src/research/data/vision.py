@@ -65,7 +65,7 @@ class TorchvisionDataModule(ImageDataModule):
     dataset_name: ClassVar[str]
 
     def load(self) -> ImageArrays:
-        return load_torchvision(self.dataset_name, self.data_dir, self.download)
+        return load_torchvision(self.dataset_name, self.config.data_dir, self.config.download)
 
 
 class MNISTDataModule(TorchvisionDataModule):

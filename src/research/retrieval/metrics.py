@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import warnings
 
+# The retrieval metrics this project reports, by ranx name; every retrieval evaluation (the
+# LightningModule's `<split>/<metric>` logs, baselines) reads this one list.
 DEFAULT_METRICS = ("ndcg@10", "mrr@10", "recall@100")
 
 

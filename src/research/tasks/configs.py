@@ -44,4 +44,4 @@ class RetrievalConfig(Schema):
     save_index: bool = False
 
     def check(self, at: str) -> None:
-        check_search(f"{at}.search" if at else "search", self.search)
+        check_search(at, self.search)

@@ -72,7 +72,7 @@ class RetrievalModule(Task):
 
     def _index_corpus(self, split: str) -> None:
         """Encode and index the split's corpus once per evaluation epoch."""
-        from research.retrieval.search import build_searcher
+        from research.retrieval.searchers import build_searcher
 
         data: RetrievalData = self.trainer.datamodule  # type: ignore[assignment]
         self._split = data.retrieval_split(split)

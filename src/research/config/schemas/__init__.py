@@ -16,9 +16,8 @@ DECLARATIONS = (
     "research.tasks.configs",
     "research.losses.configs",
     "research.optim.configs",
+    "research.data.configs",
     "research.retrieval.configs",
-    "research.config.schemas.data",
-    "research.config.schemas.retrieval_data",
 )
 
 for _name in DECLARATIONS:

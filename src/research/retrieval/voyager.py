@@ -12,13 +12,15 @@ product, the similarity MaxSim uses (on ColBERT's unit vectors it equals cosine)
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
 from torch import Tensor
 from voyager import Index, Space
 
-from research.retrieval.search import ExactSearcher, Results, require_file, require_int
+from research.retrieval.configs import VoyagerConfig
+from research.retrieval.exact import ExactSearcher, Results, require_file, require_k
 
 GRAPH = "tokens.voy"
 
@@ -31,32 +33,12 @@ class VoyagerIndex(ExactSearcher):
     """
 
     kind = "voyager"
+    config: VoyagerConfig
 
-    def __init__(
-        self,
-        M: int = 16,
-        ef_construction: int = 200,
-        ef_search: int = 64,
-        candidates_per_token: int = 32,
-        chunk_size: int = 1024,
-    ) -> None:
-        super().__init__(chunk_size)
-        owner = type(self).__name__
-        self.M = require_int(owner, "M", M, minimum=2)
-        self.ef_construction = require_int(owner, "ef_construction", ef_construction)
-        self.ef_search = require_int(owner, "ef_search", ef_search)
-        self.candidates_per_token = require_int(owner, "candidates_per_token", candidates_per_token)
+    def __init__(self, config: VoyagerConfig | None = None, **params: Any) -> None:
+        super().__init__(config, **params)
         self._graph: Index | None = None  # token id = row in the flat token matrix
         self._token_documents = torch.empty(0, dtype=torch.long)  # token id -> document row
-
-    def params(self) -> dict[str, int]:
-        return {
-            "M": self.M,
-            "ef_construction": self.ef_construction,
-            "ef_search": self.ef_search,
-            "candidates_per_token": self.candidates_per_token,
-            **super().params(),
-        }
 
     def add(self, document_ids: list[str], embeddings: list[Tensor]) -> None:
         first = self.num_tokens
@@ -67,22 +49,22 @@ class VoyagerIndex(ExactSearcher):
             self._graph = Index(
                 Space.InnerProduct,
                 num_dimensions=self._tokens.shape[1],
-                M=self.M,
-                ef_construction=self.ef_construction,
+                M=self.config.M,
+                ef_construction=self.config.ef_construction,
             )
-            self._graph.ef = self.ef_search
+            self._graph.ef = self.config.ef_search
         new = self._tokens[first:].float().numpy()
         self._graph.add_items(new, ids=list(range(first, self.num_tokens)))
         self._token_documents = self._map_tokens()
 
     def search(self, queries: list[Tensor], k: int = 10) -> list[Results]:
         """The `k` best (document id, exact MaxSim score) pairs among each query's candidates."""
-        k = require_int(f"{self.kind} searcher search", "k", k)
+        k = require_k(self.kind, k)
         if not queries or self._graph is None:
             return [[] for _ in queries]
         padded, mask = self._pack_queries(queries)
         neighbours, _ = self._graph.query(
-            padded[mask].float().numpy(), k=min(self.candidates_per_token, self.num_tokens)
+            padded[mask].float().numpy(), k=min(self.config.candidates_per_token, self.num_tokens)
         )
         documents = self._token_documents[torch.from_numpy(neighbours.astype(np.int64))]
         results = []
@@ -108,7 +90,7 @@ class VoyagerIndex(ExactSearcher):
                 f"{graph_file} holds {index._graph.num_elements} tokens but the saved embeddings "
                 f"hold {index.num_tokens}; save the index again"
             )
-        index._graph.ef = index.ef_search
+        index._graph.ef = index.config.ef_search
         index._token_documents = index._map_tokens()
         return index
 

@@ -9,7 +9,9 @@ import torch
 from safetensors import safe_open
 from torch import Tensor
 
-from research.retrieval.search import ExactSearcher, build_searcher, load_searcher
+from research.config.errors import ConfigError
+from research.retrieval.exact import ExactSearcher
+from research.retrieval.searchers import build_searcher, load_searcher
 
 DIM = 16
 
@@ -130,7 +132,7 @@ def test_save_and_load_round_trip_without_pickle(tmp_path):
     searcher.add(ids, documents)
     searcher.save(tmp_path / "exact")
     loaded = load_searcher(tmp_path / "exact")
-    assert isinstance(loaded, ExactSearcher) and loaded.chunk_size == 16
+    assert isinstance(loaded, ExactSearcher) and loaded.config.chunk_size == 16
     query_list = queries(4, seed=10)
     assert loaded.search(query_list, k=10) == searcher.search(query_list, k=10)
     assert ExactSearcher.load(tmp_path / "exact").search(query_list, k=3) == searcher.search(
@@ -175,16 +177,16 @@ def test_build_searcher_makes_each_kind_and_names_the_valid_ones():
 @pytest.mark.parametrize(
     ("kind", "params", "message"),
     [
-        ("exact", {"chunk_size": 0}, "chunk_size must be an integer >= 1, got 0"),
-        ("exact", {"chunk_size": 2.5}, "chunk_size must be an integer >= 1, got 2.5"),
-        ("exact", {"chunksize": 8}, "no parameter 'chunksize'; valid parameters: chunk_size"),
-        ("voyager", {"candidates_per_token": 0}, "candidates_per_token must be an integer >= 1"),
-        ("voyager", {"M": 1}, "M must be an integer >= 2, got 1"),
-        ("voyager", {"ef_search": -3}, "ef_search must be an integer >= 1, got -3"),
-        ("voyager", {"ef_construction": 0}, "ef_construction must be an integer >= 1, got 0"),
+        ("exact", {"chunk_size": 0}, "ExactSearch.chunk_size=0 is out of range; it must be >= 1"),
+        ("exact", {"chunk_size": 2.5}, "ExactSearch.chunk_size=2.5 must be int"),
+        ("exact", {"chunksize": 8}, "chunksize is not an option of .*; valid options: chunk_size"),
+        ("voyager", {"candidates_per_token": 0}, "Voyager.candidates_per_token=0 is out of range"),
+        ("voyager", {"M": 1}, "Voyager.M=1 is out of range; it must be >= 2"),
+        ("voyager", {"ef_search": -3}, "Voyager.ef_search=-3 is out of range; it must be >= 1"),
+        ("voyager", {"ef_construction": True}, "Voyager.ef_construction=True must be int"),
     ],
 )
 def test_build_searcher_rejects_bad_parameters_in_one_line(kind, params, message):
-    with pytest.raises(ValueError, match=message) as err:
+    with pytest.raises(ConfigError, match=message) as err:
         build_searcher(kind, **params)
     assert "\n" not in str(err.value)

@@ -7,9 +7,10 @@ import torch
 from torch import Tensor
 from voyager import Index
 
-from research.retrieval.index import VoyagerIndex
-from research.retrieval.search import ExactSearcher, load_searcher
-from tests.retrieval.test_search import (
+from research.retrieval.exact import ExactSearcher
+from research.retrieval.searchers import load_searcher
+from research.retrieval.voyager import VoyagerIndex
+from tests.retrieval.test_exact import (
     assert_no_pickle,
     assert_same_results,
     corpus,

@@ -1,4 +1,5 @@
-"""The loaders every datamodule here shares: seeded per-epoch shuffling for train only."""
+"""The base class of every datamodule here: its loaders, with seeded per-epoch shuffling for
+train only."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 import lightning as L
 from torch.utils.data import DataLoader, Dataset
 
+from research.data.configs import LoaderConfig
 from research.data.samplers import EpochSeededSampler
 
 
@@ -15,15 +17,14 @@ class SplitDataModule(L.LightningDataModule):
     """A datamodule whose `setup` fills `self.splits` with train/val/test datasets.
 
     A val or test entry may be a list of datasets (e.g. one per sequence length): it becomes one
-    loader each, named by `eval_suffixes` ("" for the first). Subclasses set `batch_size`,
-    `num_workers` and `seed`; `collate_fn` and `pin_memory` are optional.
+    loader each, named by `eval_suffixes` ("" for the first). Subclasses set `config` (the
+    loaders read its `batch_size`, `num_workers` and `seed`); `collate_fn` and `pin_memory` are
+    optional.
     """
 
+    config: LoaderConfig
     splits: dict[str, Dataset | list[Dataset]]
     eval_suffixes: list[str] | None = None
-    batch_size: int
-    num_workers: int
-    seed: int
     pin_memory: bool = False
     collate_fn: Callable[[list[Any]], Any] | None = None
 
@@ -33,14 +34,15 @@ class SplitDataModule(L.LightningDataModule):
         return self._one_loader(split, self.splits[split])
 
     def _one_loader(self, split: str, dataset: Dataset) -> DataLoader:
-        sampler = EpochSeededSampler(len(dataset), self.seed) if split == "train" else None
+        config = self.config
+        sampler = EpochSeededSampler(len(dataset), config.seed) if split == "train" else None
         return DataLoader(
             dataset,
-            batch_size=self.batch_size,
+            batch_size=config.batch_size,
             sampler=sampler,
-            num_workers=self.num_workers,
+            num_workers=config.num_workers,
             pin_memory=self.pin_memory,
-            persistent_workers=self.num_workers > 0,
+            persistent_workers=config.num_workers > 0,
             collate_fn=self.collate_fn,
         )
 

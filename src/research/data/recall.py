@@ -1,11 +1,14 @@
-"""Synthetic sequence tasks generated from a seed: exact, free, and hard in controlled ways."""
+"""Associative recall, generated from a seed: exact, free, and hard in a controlled way."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import torch
 from torch.utils.data import Dataset
 
-from research.data.splits import SplitDataModule
+from research.data.base import SplitDataModule
+from research.data.configs import AssociativeRecallConfig
 
 PAD = 0
 
@@ -43,46 +46,31 @@ class AssociativeRecallDataModule(SplitDataModule):
     sequences), reported as `val/acc@<tokens>`: how well the model extrapolates in length.
     """
 
-    def __init__(
-        self,
-        num_pairs: int = 8,
-        num_keys: int = 32,
-        num_values: int = 16,
-        train_size: int = 4000,
-        val_size: int = 500,
-        test_size: int = 500,
-        batch_size: int = 64,
-        num_workers: int = 0,
-        seed: int = 0,
-        vocab_size: int | None = None,
-        num_classes: int | None = None,
-        eval_num_pairs: list[int] | None = None,
-    ) -> None:
+    def __init__(self, config: AssociativeRecallConfig | None = None, **params: Any) -> None:
         super().__init__()
-        self.eval_num_pairs = list(eval_num_pairs or [])
-        if max([num_pairs, *self.eval_num_pairs]) > num_keys:
-            raise ValueError(
-                f"num_pairs={max([num_pairs, *self.eval_num_pairs])} must be <= num_keys={num_keys}"
-            )
+        self.config = AssociativeRecallConfig.build(config, params)
+        self.eval_num_pairs = list(self.config.eval_num_pairs or [])
         self.eval_suffixes = ["", *(f"@{2 * p + 1}" for p in self.eval_num_pairs)]
-        self.num_pairs, self.num_keys, self.num_values = num_pairs, num_keys, num_values
-        self.sizes = {"train": train_size, "val": val_size, "test": test_size}
-        self.batch_size, self.num_workers, self.seed = batch_size, num_workers, seed
-        self.vocab_size = 1 + num_keys + num_values
-        self.num_classes = num_values
+        self.sizes = {
+            "train": self.config.train_size,
+            "val": self.config.val_size,
+            "test": self.config.test_size,
+        }
+        self.vocab_size = 1 + self.config.num_keys + self.config.num_values
+        self.num_classes = self.config.num_values
         self.splits: dict[str, RecallDataset] = {}
 
     def setup(self, stage: str | None = None) -> None:
         if self.splits:
             return
-        self.splits["train"] = self._dataset(self.sizes["train"], self.num_pairs, 0)
+        self.splits["train"] = self._dataset(self.sizes["train"], self.config.num_pairs, 0)
         for offset, split in enumerate(("val", "test"), start=1):
-            pairs = [self.num_pairs, *self.eval_num_pairs]
+            pairs = [self.config.num_pairs, *self.eval_num_pairs]
             sets = [
                 self._dataset(self.sizes[split], p, offset + 2 * i) for i, p in enumerate(pairs)
             ]
             self.splits[split] = sets if len(sets) > 1 else sets[0]
 
     def _dataset(self, size: int, num_pairs: int, offset: int) -> RecallDataset:
-        seed = self.seed * 101 + offset  # a distinct stream per split and length
-        return RecallDataset(size, num_pairs, self.num_keys, self.num_values, seed)
+        seed = self.config.seed * 101 + offset  # a distinct stream per split and length
+        return RecallDataset(size, num_pairs, self.config.num_keys, self.config.num_values, seed)

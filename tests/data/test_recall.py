@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from research.data.synthetic import AssociativeRecallDataModule
+from research.data.recall import AssociativeRecallDataModule
 
 
 def test_answer_is_the_value_stored_under_the_query_key():

@@ -1,7 +1,7 @@
 """Exhaustive ColBERT search: the MaxSim of every query against every stored document.
 
 The exact searcher is the reference an approximate index is measured against, and the re-ranker
-one uses: `VoyagerIndex` (index.py) extends it and scores its candidates with the same `_top_k`.
+one uses: `VoyagerIndex` (voyager.py) extends it and scores its candidates with the same `_top_k`.
 Documents are kept as one flat [n_tokens, D] matrix plus offsets (document i owns rows
 offsets[i]:offsets[i + 1]), so a saved folder is a safetensors file and a JSON manifest -- never
 a pickle -- and a chunk of documents is packed to [n, Lmax, D] + mask with one gather.
@@ -9,19 +9,16 @@ a pickle -- and a chunk of documents is packed to [n, Lmax, D] + mask with one g
 
 from __future__ import annotations
 
-import inspect
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
 import torch
 from safetensors.torch import load_file, save_file
 from torch import Tensor
 
+from research.retrieval.configs import SEARCH_CONFIGS, ExactSearchConfig
 from research.retrieval.maxsim import maxsim_matrix, pad_embeddings
-
-if TYPE_CHECKING:
-    from research.retrieval.index import VoyagerIndex
 
 MANIFEST = "manifest.json"
 EMBEDDINGS = "embeddings.safetensors"
@@ -32,11 +29,11 @@ SIMILARITY_BUDGET = 2**26
 Results = list[tuple[str, float]]
 
 
-def require_int(owner: str, name: str, value: object, minimum: int = 1) -> int:
-    """`value` if it is an integer >= `minimum`, else a one-line ValueError naming `name`."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{owner} {name} must be an integer >= {minimum}, got {value!r}")
-    return value
+def require_k(kind: str, k: object) -> int:
+    """`k` if it is a positive integer, else a one-line ValueError naming the searcher."""
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ValueError(f"{kind} searcher search k must be an integer >= 1, got {k!r}")
+    return k
 
 
 class ExactSearcher:
@@ -44,19 +41,21 @@ class ExactSearcher:
 
     Memory per step is one packed chunk plus the similarities of a block of queries against it,
     so lower `chunk_size` for long documents. Embeddings keep the dtype of the first `add`.
+    Its parameters are its kind's declaration in `SEARCH_CONFIGS` (`ExactSearchConfig` here).
     """
 
     kind = "exact"
+    config: ExactSearchConfig
 
-    def __init__(self, chunk_size: int = 1024) -> None:
-        self.chunk_size = require_int(type(self).__name__, "chunk_size", chunk_size)
+    def __init__(self, config: ExactSearchConfig | None = None, **params: Any) -> None:
+        self.config = SEARCH_CONFIGS[self.kind].build(config, params)
         self.document_ids: list[str] = []
         self._tokens: Tensor | None = None  # [n_tokens, D], set by the first add
         self._offsets = torch.zeros(1, dtype=torch.long)
 
     def params(self) -> dict[str, int]:
         """The constructor arguments, as saved in the manifest."""
-        return {"chunk_size": self.chunk_size}
+        return self.config.as_dict()
 
     def __len__(self) -> int:
         return len(self.document_ids)
@@ -97,7 +96,7 @@ class ExactSearcher:
 
     def search(self, queries: list[Tensor], k: int = 10) -> list[Results]:
         """The `k` best (document id, MaxSim score) pairs per query, best first."""
-        k = require_int(f"{self.kind} searcher search", "k", k)
+        k = require_k(self.kind, k)
         if not queries or self._tokens is None:
             return [[] for _ in queries]
         padded, mask = self._pack_queries(queries)
@@ -176,8 +175,8 @@ class ExactSearcher:
         """Each query's k best documents among `rows`: (scores, rows), [Nq, <= k], best first."""
         best_scores = torch.empty(len(queries), 0)
         best_rows = torch.empty(len(queries), 0, dtype=torch.long)
-        for start in range(0, len(rows), self.chunk_size):
-            chunk = rows[start : start + self.chunk_size]
+        for start in range(0, len(rows), self.config.chunk_size):
+            chunk = rows[start : start + self.config.chunk_size]
             documents, document_mask = self._pack_documents(chunk)
             best_scores = torch.cat(
                 [best_scores, self._score(queries, query_mask, documents, document_mask)], 1
@@ -200,7 +199,7 @@ class ExactSearcher:
                     query_mask[i : i + block],
                     documents,
                     document_mask,
-                    chunk_size=self.chunk_size,
+                    chunk_size=self.config.chunk_size,
                 )
                 for i in range(0, len(queries), block)
             ]
@@ -221,17 +220,9 @@ def require_file(folder: Path, name: str) -> Path:
     return file
 
 
-def _searchers() -> dict[str, type[ExactSearcher]]:
-    """Every searcher kind; index.py imports this module, so it is imported here, late."""
-    from research.retrieval.index import VoyagerIndex
-
-    return {ExactSearcher.kind: ExactSearcher, VoyagerIndex.kind: VoyagerIndex}
-
-
 def read_manifest(folder: Path) -> dict:
     """The manifest of a saved searcher folder, its kind checked against the known kinds."""
-    searchers = _searchers()
-    kinds = ", ".join(searchers)
+    kinds = ", ".join(SEARCH_CONFIGS)
     manifest_file = folder / MANIFEST
     if not manifest_file.is_file():
         raise FileNotFoundError(
@@ -243,26 +234,6 @@ def read_manifest(folder: Path) -> dict:
         kind = manifest["kind"]
     except (ValueError, KeyError, TypeError) as err:
         raise ValueError(f"{manifest_file} is not a searcher manifest ({err!r})") from None
-    if kind not in searchers:
+    if kind not in SEARCH_CONFIGS:
         raise ValueError(f"{folder} holds an index of unknown kind {kind!r}; valid kinds: {kinds}")
     return manifest
-
-
-def build_searcher(kind: str, **params: int) -> ExactSearcher | VoyagerIndex:
-    """A new, empty searcher of `kind` ("exact" or "voyager") with its constructor `params`."""
-    searchers = _searchers()
-    if kind not in searchers:
-        raise ValueError(f"unknown searcher kind {kind!r}; valid kinds: {', '.join(searchers)}")
-    valid = inspect.signature(searchers[kind]).parameters
-    unknown = [name for name in params if name not in valid]
-    if unknown:
-        raise ValueError(
-            f"{kind} searcher has no parameter {unknown[0]!r}; valid parameters: {', '.join(valid)}"
-        )
-    return searchers[kind](**params)
-
-
-def load_searcher(path: str | Path) -> ExactSearcher | VoyagerIndex:
-    """The searcher saved in `path`, of whichever kind its manifest names."""
-    folder = Path(path)
-    return _searchers()[read_manifest(folder)["kind"]].load(folder)

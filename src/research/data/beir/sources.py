@@ -1,0 +1,177 @@
+"""Where a BEIR dataset is read from: a folder on disk or the HF hub; both give RetrievalSplits.
+
+Corpus and queries are read once per source and shared by all its splits, never copied.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+@dataclass
+class RetrievalSplit:
+    """What one split needs for search and scoring: the corpus, its queries, their judgements."""
+
+    corpus: dict[str, str]
+    queries: dict[str, str]
+    qrels: dict[str, dict[str, int]]
+
+
+def _document(row: dict[str, Any]) -> str:
+    title, text = (row.get("title") or "").strip(), (row.get("text") or "").strip()
+    return f"{title} {text}" if title else text
+
+
+def json_lines(
+    path: Path, parse: Callable[[dict[str, Any]], T], expected: str
+) -> list[tuple[int, T]]:
+    """(line number, parse(object)) for every non-blank line; a bad line is a one-line error."""
+    parsed = []
+    with path.open(encoding="utf-8") as lines:
+        for number, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                parsed.append((number, parse(json.loads(line))))
+            except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+                raise ValueError(f"{path}:{number} must be a JSON object with {expected}") from None
+    return parsed
+
+
+class Source:
+    """Where a BEIR dataset comes from; corpus and queries are read once for all its splits."""
+
+    corpus: dict[str, str]
+    queries: dict[str, str]
+
+    def qrels(self, split: str) -> dict[str, dict[str, int]]:
+        raise NotImplementedError
+
+    def split(self, split: str) -> RetrievalSplit:
+        """The judged queries that have a text; the corpus is shared, never copied."""
+        qrels = self.qrels(split)
+        kept = {query: self.queries[query] for query in sorted(qrels) if query in self.queries}
+        return RetrievalSplit(self.corpus, kept, {query: qrels[query] for query in kept})
+
+
+class Folder(Source):
+    """A BEIR folder on disk."""
+
+    def __init__(self, folder: Path) -> None:
+        if not folder.is_dir():
+            raise FileNotFoundError(f"BEIR folder {folder} does not exist")
+        self.folder = folder
+
+    def _rows(self, name: str) -> list[dict[str, Any]]:
+        path = self.folder / name
+        if not path.is_file():
+            raise FileNotFoundError(
+                f"{path} not found; a BEIR folder holds corpus.jsonl, queries.jsonl and "
+                "qrels/<split>.tsv"
+            )
+        rows = json_lines(path, lambda row: {**row, "_id": str(row["_id"])}, "an _id field")
+        return [row for _, row in rows]
+
+    @cached_property
+    def corpus(self) -> dict[str, str]:  # type: ignore[override]
+        return {row["_id"]: _document(row) for row in self._rows("corpus.jsonl")}
+
+    @cached_property
+    def queries(self) -> dict[str, str]:  # type: ignore[override]
+        return {row["_id"]: (row.get("text") or "").strip() for row in self._rows("queries.jsonl")}
+
+    def qrels(self, split: str) -> dict[str, dict[str, int]]:
+        path = self.folder / "qrels" / f"{split}.tsv"
+        if not path.is_file():
+            existing = sorted(p.stem for p in (self.folder / "qrels").glob("*.tsv"))
+            listed = ", ".join(existing) or "none"
+            raise FileNotFoundError(f"{path} not found; the splits in {self.folder} are: {listed}")
+        qrels: dict[str, dict[str, int]] = {}
+        with path.open(encoding="utf-8") as lines:
+            for number, line in enumerate(lines, 1):
+                fields = line.rstrip("\n").split("\t")
+                if (number == 1 and fields[0] == "query-id") or not line.strip():
+                    continue
+                try:
+                    query, doc, score = fields
+                    qrels.setdefault(query, {})[doc] = int(score)
+                except ValueError:
+                    raise ValueError(
+                        f"{path}:{number} must be query-id<TAB>corpus-id<TAB>integer score"
+                    ) from None
+        return qrels
+
+
+class Hub(Source):
+    """`BeIR/<name>` and `BeIR/<name>-qrels` through `datasets.load_dataset` (cached by datasets).
+
+    The same calls load a local copy in the hub's layout: a folder whose README declares the
+    configs "corpus" and "queries", beside a folder `<that folder>-qrels` of `<split>.tsv` files.
+    """
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def _load(self, *args: str) -> Any:
+        import datasets
+
+        try:
+            return datasets.load_dataset(*args)
+        except Exception as err:  # noqa: BLE001 - hub, network and file errors alike
+            reason = str(err).strip().splitlines()[0][:160] if str(err).strip() else ""
+            raise FileNotFoundError(
+                f"BEIR dataset {' '.join(args)!r} could not be loaded ({type(err).__name__}: "
+                f"{reason}); without network use a local BEIR folder (data.path)"
+            ) from None
+
+    @cached_property
+    def corpus(self) -> dict[str, str]:  # type: ignore[override]
+        rows = self._load(self.name, "corpus")["corpus"]
+        return {str(row["_id"]): _document(row) for row in rows}
+
+    @cached_property
+    def queries(self) -> dict[str, str]:  # type: ignore[override]
+        rows = self._load(self.name, "queries")["queries"]
+        return {str(row["_id"]): (row.get("text") or "").strip() for row in rows}
+
+    @cached_property
+    def _qrels(self) -> Any:
+        return self._load(f"{self.name}-qrels")
+
+    def _split_name(self, split: str) -> str:
+        """`datasets` names the split of a file `dev.tsv` "validation" (by its split keywords),
+        so BEIR's "dev" is also looked up under the name `datasets` gave it."""
+        from datasets.data_files import SPLIT_KEYWORDS
+
+        aliases = [str(name) for name, words in SPLIT_KEYWORDS.items() if split in words]
+        found = [name for name in [split, *aliases] if name in self._qrels]
+        if not found:
+            raise FileNotFoundError(
+                f"{self.name}-qrels has no split {split!r}; its splits are: "
+                + ", ".join(sorted(self._qrels))
+            )
+        return found[0]
+
+    def qrels(self, split: str) -> dict[str, dict[str, int]]:
+        part, qrels = self._qrels[self._split_name(split)], {}
+        columns = (part["query-id"], part["corpus-id"], part["score"])
+        for query, doc, score in zip(*columns, strict=True):
+            qrels.setdefault(str(query), {})[str(doc)] = int(score)
+        return qrels
+
+
+def load_beir_folder(folder: str | Path, split: str) -> RetrievalSplit:
+    """One split of a local BEIR folder, with the whole corpus."""
+    return Folder(Path(folder)).split(split)
+
+
+def load_beir_hub(name: str, split: str) -> RetrievalSplit:
+    """One split of a hub BEIR dataset (e.g. "BeIR/scifact", "test"); needs network once."""
+    return Hub(name).split(split)
