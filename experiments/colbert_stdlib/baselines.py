@@ -19,8 +19,8 @@ from typing import Any
 import torch
 
 from research.data.codesearch import StdlibCodeSearchDataModule
-from research.tasks.retrieval import METRICS
 from research.retrieval.bm25 import bm25_rank
+from research.retrieval.metrics import DEFAULT_METRICS as METRICS
 from research.retrieval.metrics import evaluate_run
 from research.utils.backbones import default_backbone
 

@@ -88,9 +88,7 @@ def test_our_components_take_their_declaration(target: str):
     assert any(p.kind is p.VAR_KEYWORD for p in parameters.values())
     assert declaration.__name__ in str(parameters["config"].annotation)
     own = {
-        name
-        for name, p in parameters.items()
-        if p.kind is not p.VAR_KEYWORD and name != "config"
+        name for name, p in parameters.items() if p.kind is not p.VAR_KEYWORD and name != "config"
     }
     fields = {f.name for f in dataclasses.fields(declaration)}
     assert not own & fields, f"{target} repeats declared parameters {sorted(own & fields)}"
@@ -122,9 +120,10 @@ def test_a_component_built_from_keywords_holds_the_checked_declaration():
     assert net.config == CNNConfig(channels=[4], kernel_sizes=[5])
     assert CNN(net.config).config is net.config
     # Defaults come from the declaration: nothing else holds one.
-    assert Contrastive().config.temperature == SCHEMAS[
-        "research.losses.contrastive.Contrastive"
-    ]().temperature
+    assert (
+        Contrastive().config.temperature
+        == SCHEMAS["research.losses.contrastive.Contrastive"]().temperature
+    )
 
 
 def test_declarations_load_without_torch():

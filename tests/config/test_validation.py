@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parents[2]
 @pytest.fixture(autouse=True)
 def _repo_conf(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("RESEARCH_CONFIG_DIR", raising=False)
-    assert config_dir() == REPO / "conf"
+    assert config_dir().resolve() == REPO / "conf"
 
 
 def _error(overrides: list[str]) -> str:

@@ -37,9 +37,9 @@ class Trainer(Schema):
     max_epochs: int | None = spec(None, ge=-1)
     max_steps: int = spec(-1, ge=-1)
     max_time: str | None = None
-    val_check_interval: float | int = spec(1.0, gt=0)
+    val_check_interval: float | int | None = spec(None, gt=0)
     check_val_every_n_epoch: int | None = spec(1, ge=1)
-    log_every_n_steps: int = spec(50, ge=1)
+    log_every_n_steps: int | None = spec(None, ge=1)
     gradient_clip_val: float | None = spec(None, ge=0.0)
     gradient_clip_algorithm: str | None = spec(None, choices=["norm", "value", None])
     accumulate_grad_batches: int = spec(1, ge=1)
@@ -50,10 +50,10 @@ class Trainer(Schema):
     limit_train_batches: float | int | None = spec(None, ge=0)
     limit_val_batches: float | int | None = spec(None, ge=0)
     limit_test_batches: float | int | None = spec(None, ge=0)
-    num_sanity_val_steps: int = spec(2, ge=-1)
-    enable_progress_bar: bool = True
-    enable_model_summary: bool = True
-    enable_checkpointing: bool = True
+    num_sanity_val_steps: int | None = spec(None, ge=-1)
+    enable_progress_bar: bool | None = None
+    enable_model_summary: bool | None = None
+    enable_checkpointing: bool | None = None
     profiler: str | None = spec(None, choices=["simple", "advanced", "pytorch", None])
     detect_anomaly: bool = False
     sync_batchnorm: bool = False
