@@ -91,7 +91,7 @@ def encoding(args: argparse.Namespace, backbone: str) -> list[Row]:
     functions = stdlib_functions()
     step = max(1, len(functions) // args.documents)
     documents = [f.document for f in functions[::step][: args.documents]]
-    ours = ColBERT(backbone, embedding_size=DIM, max_length_document=args.document_length)
+    ours = ColBERT(backbone=backbone, embedding_size=DIM, max_length_document=args.document_length)
     theirs = models.ColBERT(
         model_name_or_path=backbone,
         embedding_size=DIM,

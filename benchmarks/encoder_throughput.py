@@ -2,10 +2,13 @@
 torch.nn.TransformerEncoder, at the same d_model, layers, heads, d_ff and sequence length.
 
 Each measurement runs in its own process so its peak resident memory (ru_maxrss; on a GPU,
-torch.cuda.max_memory_allocated) belongs to that model alone. Prints tokens/s of forward +
-backward, peak memory, and our ratio against each peer (target >= 1.0 on CPU at 128 and 512).
+torch.cuda.max_memory_allocated) belongs to that model alone. The contenders are interleaved
+(research, bert, torch, research, bert, torch, ... for `--rounds` rounds) so a load that comes
+and goes on a shared machine hits all of them alike; each round gives one ratio per peer, and
+the median ratio is printed with its min-max over the rounds, next to median tokens/s of
+forward + backward and peak memory (target: ratio >= 1.0 on CPU at 128 and 512).
 
-    python benchmarks/encoder_throughput.py [--lengths 128 512] [--device cpu] [--dtype float32]
+    python benchmarks/encoder_throughput.py [--lengths 128 512] [--rounds 5] [--device cpu]
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import resource
+import statistics
 import subprocess
 import sys
 import time
@@ -29,11 +33,11 @@ def build(name: str, args: argparse.Namespace) -> nn.Module:
         from research.models.transformer import TransformerEncoder
 
         return TransformerEncoder(
-            args.vocab,
-            d,
-            layers,
-            heads,
-            ff,
+            vocab_size=args.vocab,
+            d_model=d,
+            n_layers=layers,
+            n_heads=heads,
+            d_ff=ff,
             dropout=0.1,
             norm="post",
             activation="gelu",
@@ -113,6 +117,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--iters", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds (>= 5)")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"])
     parser.add_argument("--one", nargs=2, metavar=("MODEL", "LENGTH"), help=argparse.SUPPRESS)
@@ -123,24 +128,33 @@ def main() -> None:
     print(
         f"d_model={args.d_model} layers={args.layers} heads={args.heads} d_ff={4 * args.d_model}"
         f" batch={args.batch} device={args.device} dtype={args.dtype}"
-        f" threads={torch.get_num_threads()}"
+        f" threads={torch.get_num_threads()} rounds={args.rounds}"
     )
     for length in args.lengths:
-        results = {}
-        for name in MODELS:
-            cmd = [sys.executable, __file__, *sys.argv[1:], "--one", name, str(length)]
-            out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
-            results[name] = json.loads(out.strip().splitlines()[-1])
-        ours = results["research"]["tokens_per_s"]
+        rounds = [{name: _one(name, length) for name in MODELS} for _ in range(args.rounds)]
         cells = ", ".join(
-            f"{n} {r['tokens_per_s']:8.0f} tok/s {r['peak_mib']:6.0f} MiB"
-            for n, r in results.items()
+            f"{name} {_median(rounds, name, 'tokens_per_s'):8.0f} tok/s "
+            f"{_median(rounds, name, 'peak_mib'):6.0f} MiB"
+            for name in MODELS
         )
-        print(f"len {length:4d}: {cells}")
-        print(
-            f"          ratio research/bert {ours / results['bert']['tokens_per_s']:.2f}, "
-            f"research/torch {ours / results['torch']['tokens_per_s']:.2f}"
-        )
+        print(f"len {length:4d} (medians): {cells}")
+        for peer in MODELS[1:]:
+            ratios = [r["research"]["tokens_per_s"] / r[peer]["tokens_per_s"] for r in rounds]
+            print(
+                f"          research/{peer}: median {statistics.median(ratios):.2f} "
+                f"(min {min(ratios):.2f}, max {max(ratios):.2f}, {len(ratios)} rounds)"
+            )
+
+
+def _one(name: str, length: int) -> dict[str, float]:
+    """One measurement in a fresh process, so peak memory is this model's alone."""
+    cmd = [sys.executable, __file__, *sys.argv[1:], "--one", name, str(length)]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def _median(rounds: list[dict[str, dict[str, float]]], name: str, key: str) -> float:
+    return statistics.median(r[name][key] for r in rounds)
 
 
 if __name__ == "__main__":

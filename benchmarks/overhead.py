@@ -87,16 +87,24 @@ def main() -> None:
     parser.add_argument("--batch-sizes", type=int, nargs="+", default=[32, 256])
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
-    print(f"torch threads: {torch.get_num_threads()}; median of {args.repeats} runs each")
+    print(
+        f"torch threads: {torch.get_num_threads()}; {args.repeats} interleaved pairs "
+        "(plain loop, research-train) per batch size"
+    )
     for batch_size in args.batch_sizes:
         steps_per_epoch = math.ceil(TRAIN_SIZE / batch_size)
         epochs = 1 + math.ceil(TIMED_STEPS / steps_per_epoch)
-        plain = [plain_loop(epochs, batch_size) for _ in range(args.repeats)]
-        ours = [framework(epochs, batch_size) for _ in range(args.repeats)]
-        p, f = statistics.median(plain), statistics.median(ours)
+        pairs = [
+            (plain_loop(epochs, batch_size), framework(epochs, batch_size))
+            for _ in range(args.repeats)
+        ]
+        ratios = [ours / plain for plain, ours in pairs]
+        p = statistics.median(plain for plain, _ in pairs)
+        f = statistics.median(ours for _, ours in pairs)
         print(
             f"batch {batch_size:4d} ({epochs} epochs): plain loop {p:7.1f} steps/s, "
-            f"research-train {f:7.1f} steps/s, ratio {f / p:.3f}"
+            f"research-train {f:7.1f} steps/s (medians); ratio median "
+            f"{statistics.median(ratios):.3f} (min {min(ratios):.3f}, max {max(ratios):.3f})"
         )
 
 
