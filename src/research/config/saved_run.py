@@ -7,12 +7,37 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from omegaconf import OmegaConf
+from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from research.config.errors import ConfigError, one_line
 from research.config.validate import validate
 
 SAVED_CONFIG = Path(".hydra") / "config.yaml"
+# Targets that moved (the LightningModules into research.tasks, recall data into its own module):
+# runs saved before the move name the old paths, and still evaluate.
+MOVED_TARGETS = {
+    "research.modules.classification.ClassificationModule": (
+        "research.tasks.classification.ClassificationModule"
+    ),
+    "research.modules.masked_lm.MaskedLMModule": "research.tasks.masked_lm.MaskedLMModule",
+    "research.modules.retrieval.RetrievalModule": "research.tasks.retrieval.RetrievalModule",
+    "research.data.synthetic.AssociativeRecallDataModule": (
+        "research.data.recall.AssociativeRecallDataModule"
+    ),
+}
+
+
+def _current_targets(node: Any) -> None:
+    """Rewrite moved `_target_`s in place, at any depth."""
+    if isinstance(node, DictConfig):
+        target = node.get("_target_")
+        if isinstance(target, str) and target in MOVED_TARGETS:
+            node["_target_"] = MOVED_TARGETS[target]
+        for key in node:
+            _current_targets(node._get_node(key))
+    elif isinstance(node, ListConfig):
+        for item in node:
+            _current_targets(item)
 
 
 def saved_run_config(run_dir: str | Path, overrides: Sequence[str] = ()) -> dict[str, Any]:
@@ -22,6 +47,7 @@ def saved_run_config(run_dir: str | Path, overrides: Sequence[str] = ()) -> dict
     if not saved.is_file():
         raise ConfigError(f"run_dir={source} is not a run directory (no {SAVED_CONFIG})")
     cfg = OmegaConf.load(saved)
+    _current_targets(cfg)
     try:
         cfg.merge_with_dotlist(list(overrides))
     except Exception as err:  # noqa: BLE001 - OmegaConf's parse and key errors alike
