@@ -46,7 +46,7 @@ def test_eval_of_a_missing_checkpoint_or_run_dir_fails_clearly(finished_run: Pat
     done = run_cli("research-eval", f"run_dir={finished_run}", "ckpt=/no/such.ckpt", cwd=workdir)
     assert done.returncode == 1 and "checkpoint /no/such.ckpt does not exist" in done.stderr
     done = run_cli("research-eval", f"run_dir={workdir}", cwd=workdir)
-    assert done.returncode == 1 and "is not a run directory" in done.stderr
+    assert done.returncode == 2 and "is not a run directory" in done.stderr
 
 
 def test_eval_overrides_change_the_saved_config_for_this_evaluation(finished_run: Path, workdir):
