@@ -8,7 +8,7 @@ from typing import Any
 from hydra.utils import instantiate
 
 
-def build_scheduler(node: dict[str, Any] | None) -> Any:
+def _scheduler(node: dict[str, Any] | None) -> Any:
     """The scheduler partial, or None for `scheduler=none` (its `_target_` is null)."""
     return instantiate(node) if node and node.get("_target_") else None
 
@@ -21,6 +21,6 @@ def build_task(config: dict[str, Any]) -> tuple[Any, Any]:
         config["model"],
         loss=instantiate(config["loss"]),
         optimizer=instantiate(config["optimizer"]),
-        scheduler=build_scheduler(config.get("scheduler")),
+        scheduler=_scheduler(config.get("scheduler")),
     )
     return datamodule, task

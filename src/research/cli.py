@@ -13,8 +13,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from research.config.compose import check_command_line, config_dir, sweep_dir
+from research.config.compose import compose_all, config_dir, sweep_dir
 from research.config.errors import ConfigError
+from research.config.validate import validate
 
 # Hydra flags that only print information; they skip the schema check.
 _INFO_FLAGS = ("help", "hydra_help", "info", "shell_completion")
@@ -126,11 +127,13 @@ def run(
     if parsed.help:
         print(_help(prog, config_name))
         return 0
-    informative = any(getattr(parsed, flag, None) for flag in _INFO_FLAGS) or parsed.cfg
+    info_only = any(getattr(parsed, flag, None) for flag in _INFO_FLAGS)
+    informative = info_only or bool(parsed.cfg)
     multirun: Path | None = None
-    if not any(getattr(parsed, flag, None) for flag in _INFO_FLAGS):
+    if not info_only:
         try:
-            configs = check_command_line(config_name, parsed.overrides)
+            composed = compose_all(config_name, parsed.overrides)
+            configs = [validate(cfg, entry=config_name) for cfg in composed]
             if config_name == "eval":
                 _check_saved_runs(configs)
         except ConfigError as err:
@@ -140,7 +143,7 @@ def run(
         if not parsed.multirun and not explicit_dir and configs[0].get("ckpt_path") == "last":
             args += _continue_in_place(configs[0])
         if parsed.multirun and not informative:
-            multirun = sweep_dir(config_name, parsed.overrides)
+            multirun = sweep_dir(composed[0])
             if not any(a.startswith("hydra.sweep.dir=") for a in args):
                 args.append(f"hydra.sweep.dir='{multirun}'")
     statuses: list[str] = []

@@ -125,7 +125,7 @@ def _known_keys(config_name: str, overrides: list[str], key: str) -> str:
 
 def _compose_one(config_name: str, overrides: list[str]) -> DictConfig:
     try:
-        return compose(config_name=config_name, overrides=overrides)
+        return compose(config_name=config_name, overrides=overrides, return_hydra_config=True)
     except (HydraException, OmegaConfBaseException) as err:
         lines = [ln.strip() for ln in str(err).splitlines() if ln.strip()]
         if lines and lines[0].startswith("Could not override") and len(lines) > 1:
@@ -136,21 +136,19 @@ def _compose_one(config_name: str, overrides: list[str]) -> DictConfig:
 
 
 def compose_all(config_name: str, overrides: Sequence[str]) -> list[DictConfig]:
-    """The config of each concrete override list of `expand` (Hydra is released afterwards)."""
+    """The config of each concrete override list of `expand`, Hydra's own node included (its
+    `hydra.sweep.dir` says where a multirun will write); Hydra is released afterwards."""
     with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
         return [_compose_one(config_name, combo) for combo in expand(overrides)]
-
-
-def sweep_dir(config_name: str, overrides: Sequence[str]) -> Path:
-    """The folder a multirun of this command line writes to, resolved now (its name holds the
-    start time), so the caller can pin it and read the sweep's summary afterwards."""
-    with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
-        first_job = expand(overrides)[0]
-        cfg = compose(config_name=config_name, overrides=first_job, return_hydra_config=True)
-        return Path(str(OmegaConf.select(cfg, "hydra.sweep.dir")))
 
 
 def check_command_line(config_name: str, overrides: Sequence[str]) -> list[dict[str, Any]]:
     """Raise ConfigError (one line) if any job of this command line would get a bad config;
     return the resolved configs that were checked (the first is the first job's)."""
     return [validate(cfg, entry=config_name) for cfg in compose_all(config_name, overrides)]
+
+
+def sweep_dir(composed: DictConfig) -> Path:
+    """The folder a multirun writes to, from a config `compose_all` returned: resolved now (its
+    name holds the start time), so the caller can pin it and read the sweep's summary after."""
+    return Path(str(OmegaConf.select(composed, "hydra.sweep.dir")))

@@ -34,11 +34,7 @@ def validate(cfg: DictConfig, entry: str = "train") -> dict[str, Any]:
     every other node with a `_target_`, in whatever group or depth, against the declaration of
     that target, so a new config group is checked without being listed anywhere.
     """
-    return validate_resolved(resolve(cfg), entry)
-
-
-def validate_resolved(resolved: dict[str, Any], entry: str = "train") -> dict[str, Any]:
-    """`validate` for a config already resolved to plain containers (e.g. a saved run's)."""
+    resolved = resolve(cfg)
     run_schema = SCHEMAS[f"@{entry}"]
     run_fields = run_schema.__dataclass_fields__
     check_node("", {k: v for k, v in resolved.items() if k in run_fields}, run_schema)
