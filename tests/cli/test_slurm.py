@@ -32,7 +32,7 @@ SLURM = [
 ]
 QUIET = ["trainer.enable_progress_bar=false", "trainer.enable_model_summary=false"]
 # ~80 steps an epoch: long enough to interrupt a job between two checkpoints.
-TRAIN = [*QUIET, "trainer.max_epochs=5", "data.batch_size=16", "trainer.deterministic=true"]
+TRAIN = [*QUIET, "trainer.max_epochs=4", "data.batch_size=16", "trainer.deterministic=true"]
 
 
 def _cluster_problem() -> str | None:
