@@ -29,8 +29,10 @@ def ending() -> str | None:
     if job is None:
         return None
     try:
+        # By its array name: the first task of an array has the array's own id as its job id,
+        # and `scontrol show job <array id>` lists every task.
         shown = subprocess.run(
-            ["scontrol", "show", "job", "-o", job],
+            ["scontrol", "show", "job", "-o", display_id() or job],
             capture_output=True,
             text=True,
             timeout=15,
@@ -38,7 +40,8 @@ def ending() -> str | None:
         ).stdout
     except (OSError, subprocess.SubprocessError):
         return None
-    fields = dict(token.split("=", 1) for token in shown.split() if "=" in token)
+    line = next((ln for ln in shown.splitlines() if ln.startswith(f"JobId={job} ")), "")
+    fields = dict(token.split("=", 1) for token in line.split() if "=" in token)
     attempt = int(os.environ.get("SLURM_RESTART_COUNT") or 0)
     state = fields.get("JobState", "")
     if int(fields.get("Restarts", "0")) > attempt or state in ("REQUEUED", "PREEMPTED"):

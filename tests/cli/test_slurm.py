@@ -85,7 +85,7 @@ def _slurm_jobs(sweep: Path) -> dict[int, str]:
     return {int(m.group(1) or 0): m.group(0) for m in matches}  # a lone job is not an array
 
 
-def _wait_for(condition, what: str, timeout: float = 300) -> None:
+def _wait_for(condition, what: str, timeout: float = 900) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
@@ -135,7 +135,7 @@ def test_array_preemption_and_time_limit_resume_like_an_uninterrupted_run(workdi
         subprocess.run(["scontrol", "requeue", requeued_id], check=True, timeout=30)
         timed_out, timed_out_id = _when_training(workdir, 1)
         subprocess.run(["scancel", "--signal=USR2", timed_out_id], check=True, timeout=30)
-        out, _ = proc.communicate(timeout=600)
+        out, _ = proc.communicate(timeout=1200)
     finally:
         if proc.poll() is None:
             proc.kill()
