@@ -19,7 +19,8 @@ import pytest
 from research.tracking.wandb_reader import read_offline_run
 from tests.helpers.cli import BIN, cli_env, metrics, run_cli
 
-pytestmark = pytest.mark.slurm
+# Jobs queue behind each other on a 2-core node; a loaded machine needs more than the default.
+pytestmark = [pytest.mark.slurm, pytest.mark.timeout(1800)]
 
 # One CPU per job so two jobs run side by side on a 2-core node.
 SLURM = [
