@@ -35,8 +35,8 @@ def test_ddp_sim_two_cpu_processes(workdir: Path):
     assert not list(workdir.glob(".pl_hydra*")) and not list(run.glob(".pl_hydra*"))
 
     # test/loss is averaged over both ranks (sync_dist), not rank 0's half of the test set.
-    single = ["trainer.devices=1", "trainer.strategy=auto", "trainer.limit_test_batches=null"]
-    again = run_cli("research-eval", f"run_dir={run}", *single, cwd=workdir)
+    single = 'overrides=["trainer.devices=1","trainer.strategy=auto"]'
+    again = run_cli("research-eval", f"run_dir={run}", single, cwd=workdir)
     assert again.returncode == 0, again.stderr[-2000:]
     evaluated = metrics(run_dirs(workdir, task="eval")[0])["final"]
     assert evaluated["test/loss"] == pytest.approx(m["best"]["test/loss"], abs=1e-5)

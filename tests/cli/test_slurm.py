@@ -82,8 +82,10 @@ def _job_dir(sweep: Path, index: int) -> Path:
 def _slurm_jobs(sweep: Path) -> dict[int, str]:
     """Array index -> SLURM job id (`<array>_<index>`, or `<id>` alone) of a sweep's jobs."""
     names = [p.name for p in (sweep / ".submitit").iterdir() if p.is_dir()]
-    matches = [m for name in names if (m := re.fullmatch(r"\d+(?:_(\d+))?", name))]
-    return {int(m.group(1) or 0): m.group(0) for m in matches}  # a lone job is not an array
+    tasks = {int(n.split("_")[1]): n for n in names if re.fullmatch(r"\d+_\d+", n)}
+    # A single job is no array; an array's own `<id>` folder holds only its submission script.
+    lone = [n for n in names if n.isdigit()]
+    return tasks or ({0: lone[0]} if lone else {})
 
 
 def _wait_for(condition, what: str, timeout: float = 900) -> None:
