@@ -71,6 +71,18 @@ def _scalar(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
+def _scalars(trainer: L.Trainer) -> dict[str, float]:
+    """The finite scalar metrics logged so far; an epoch aggregate (`x_epoch`) wins over the last
+    step value logged as `x`."""
+    metrics = sorted(trainer.callback_metrics.items(), key=lambda kv: kv[0].endswith("_epoch"))
+    row: dict[str, float] = {}
+    for name, value in metrics:
+        number = _scalar(value)
+        if number is not None and not name.endswith("_step"):
+            row[name.removesuffix("_epoch")] = number
+    return row
+
+
 class EpochHistory(L.Callback):
     """Appends one row of epoch-level metrics per epoch to `history.jsonl` (rank zero only).
 
@@ -86,6 +98,9 @@ class EpochHistory(L.Callback):
         source = carry_from or run_dir
         self.rows = [r for r in read_history(source) if r.get("epoch", 0) < resume_epoch]
         self.ended_epoch = -1  # the last epoch whose training part has finished
+        # Metrics after every validation of this fit, mid-epoch ones included
+        # (`trainer.val_check_interval` < 1): the best checkpoint may come from any of them.
+        self.validations: list[dict[str, Any]] = []
 
     def on_fit_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         self.start = time.perf_counter()
@@ -101,19 +116,19 @@ class EpochHistory(L.Callback):
             "epoch": epoch,
             "step": trainer.global_step,
             "time_s": round(time.perf_counter() - self.start, 4),  # since this fit started
+            **_scalars(trainer),
         }
-        # An epoch aggregate (`x_epoch`) wins over the last step value logged as `x`.
-        metrics = sorted(trainer.callback_metrics.items(), key=lambda kv: kv[0].endswith("_epoch"))
-        for name, value in metrics:
-            number = _scalar(value)
-            if number is not None and not name.endswith("_step"):
-                row[name.removesuffix("_epoch")] = number
         self.rows.append(row)
         with self.path.open("a") as f:
             f.write(json.dumps(row) + "\n")
 
     def on_train_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         self.ended_epoch = trainer.current_epoch
+
+    def on_validation_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        if trainer.is_global_zero and not trainer.sanity_checking:
+            row = {"epoch": trainer.current_epoch, "step": trainer.global_step}
+            self.validations.append({**row, **_scalars(trainer)})
 
     def on_save_checkpoint(
         self, trainer: L.Trainer, pl_module: L.LightningModule, checkpoint: dict[str, Any]

@@ -170,3 +170,20 @@ def train_main() -> None:
 
 def eval_main() -> None:
     sys.exit(run("research-eval", "eval", eval_task))
+
+
+def rank_main(argv: Sequence[str]) -> None:
+    """`python -m research.cli train OVERRIDES`: a DDP rank > 0 that a job started
+    (research.ranks); it dies with that job."""
+    from research.ranks import die_with_parent
+
+    die_with_parent()
+    config_name, *args = argv
+    prog, task = {"train": ("research-train", train_task), "eval": ("research-eval", eval_task)}[
+        config_name
+    ]
+    sys.exit(run(prog, config_name, task, args))
+
+
+if __name__ == "__main__":
+    rank_main(sys.argv[1:])

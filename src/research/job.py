@@ -1,7 +1,8 @@
 """What every job does around its real work: record its outcome, whatever happens.
 
-Any exception ends the job with a metrics.json saying `failed` (or `diverged`) and one line on
-stderr instead of a traceback (the traceback goes to the job's log file). Returning normally keeps
+Any exception or interrupt ends the job with a metrics.json saying `failed` (or `diverged`) and
+one line on stderr instead of a traceback (the traceback goes to the job's log file); a job that
+SLURM requeued records nothing and leaves that to its next attempt. Returning normally keeps
 the other jobs of a multirun going; the CLI turns the returned statuses into the exit code.
 """
 
@@ -17,8 +18,10 @@ from typing import Any
 from hydra.core.hydra_config import HydraConfig
 from lightning.pytorch.loggers import Logger
 from lightning.pytorch.utilities import rank_zero_only
+from lightning.pytorch.utilities.exceptions import SIGTERMException
 from omegaconf import DictConfig
 
+from research import slurm
 from research.callbacks import DivergedError
 from research.config.errors import innermost, one_line
 from research.config.validate import resolve
@@ -47,9 +50,33 @@ def _one_console() -> None:
             logging.getLogger("lightning").removeHandler(handler)
 
 
+def _describe(err: BaseException) -> str:
+    if isinstance(err, SIGTERMException):
+        return "SIGTERMException: the job received SIGTERM (scancel, a time limit or a shutdown)"
+    if isinstance(err, SystemExit):
+        return f"interrupted (SystemExit {err.code})"
+    cause = innermost(err)
+    text = one_line(cause) if str(cause).strip() else ""
+    return f"{type(cause).__name__}: {text}" if text else type(cause).__name__
+
+
+def _finish(loggers: list[Logger], status: str, summary: dict[str, Any]) -> None:
+    """Close the loggers; a failure here must not cost the job its metrics.json."""
+    try:
+        finish_loggers(loggers, 0 if status == "completed" else 1, {"status": status, **summary})
+    except Exception as err:  # noqa: BLE001 - e.g. W&B's service already ended by SIGTERM
+        log.warning("the loggers could not finish: %s", one_line(err))
+
+
 def run_job(prog: str, cfg: DictConfig, body: Body) -> JobOutcome:
     """Resolve `cfg` once, run `body` in this job's run dir and write its metrics.json (rank
-    zero only)."""
+    zero only).
+
+    An interrupted job (SystemExit: Lightning's SIGTERM, submitit's exit after requeuing, Ctrl-C)
+    records `failed` too, unless SLURM has requeued it: then its next attempt resumes and records,
+    and the exit goes on so submitit waits for that attempt. Under SLURM a cancelled job returns
+    normally, so the launcher still collects it and the rest of the sweep.
+    """
     _one_console()
     hydra_cfg = HydraConfig.get()
     run_dir = Path(hydra_cfg.runtime.output_dir)
@@ -59,23 +86,31 @@ def run_job(prog: str, cfg: DictConfig, body: Body) -> JobOutcome:
     if is_zero:
         record.mark_started()
     loggers: list[Logger] = []
-    status, error, result = "completed", None, None
+    status, error, result, interrupt = "failed", None, None, None
     try:
         result = body(config, record, loggers)
-    except (Exception, KeyboardInterrupt) as err:  # noqa: BLE001 - every failure is recorded
-        status = "diverged" if isinstance(err, DivergedError) else "failed"
-        cause = innermost(err)
-        error = (
-            f"{type(cause).__name__}: {one_line(cause)}"
-            if str(cause).strip()
-            else type(cause).__name__
-        )
+        status = "completed"
+    except (Exception, KeyboardInterrupt, SystemExit) as err:  # noqa: BLE001 - all are recorded
+        interrupt = err if isinstance(err, SystemExit) else None
+        # Under SLURM, SIGTERM reaches W&B's service too: the error may be its lost connection.
+        ended = slurm.ending()
+        error = _describe(err)
+        if ended == "requeued":
+            status = "requeued"
+        elif ended is not None:
+            error = f"{ended} by SLURM (job {slurm.display_id()}); {error}"
+        elif isinstance(err, DivergedError):
+            status = "diverged"
         log.error("run %s: %s", status, error)
         log.debug("traceback of the %s run", status, exc_info=True)
-        print(f"{prog}: {status}: {error} (run dir: {run_dir})", file=sys.stderr)
-    finally:
-        best = {f"best/{k}": v for k, v in record.fields.get("best", {}).items()}
-        finish_loggers(loggers, 0 if status == "completed" else 1, {"status": status, **best})
+        if status != "requeued":
+            print(f"{prog}: {status}: {error} (run dir: {run_dir})", file=sys.stderr)
+    _finish(loggers, status, {f"best/{k}": v for k, v in record.fields.get("best", {}).items()})
+    if status == "requeued":
+        # Not an Exception: submitit writes no result, and waits for the next attempt.
+        raise SystemExit(1)
     if is_zero:
         record.write(status, error)
+    if interrupt is not None and slurm.job_id() is None:
+        raise interrupt
     return JobOutcome(status, result)

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import lightning as L
+from hydra.core.hydra_config import HydraConfig
 from hydra.utils import instantiate
 from lightning.pytorch.callbacks import Callback, ModelCheckpoint
 from lightning.pytorch.loggers import Logger
@@ -18,35 +19,49 @@ from research.build import build_task
 from research.callbacks import DivergenceGuard, EpochHistory, EpochSeed, RunIdentity
 from research.checkpoints import CheckpointError, checkpoint_meta, resolve_resume
 from research.job import JobOutcome, run_job
+from research.ranks import node_ranks
 from research.tracking.record import RunRecord
 from research.tracking.run_dir import CHECKPOINT_DIR
 from research.tracking.wandb_run import build_loggers, log_provenance
 
 
-def _callbacks(cfg: dict[str, Any] | None, run_dir: Path, has_logger: bool) -> list[Callback]:
+def _validates_mid_epoch(trainer: dict[str, Any]) -> bool:
+    """`val_check_interval` below 1.0 (a fraction of an epoch) or a number of steps."""
+    interval = trainer.get("val_check_interval", 1.0)
+    return isinstance(interval, int) or (isinstance(interval, float) and interval < 1.0)
+
+
+def _callbacks(config: dict[str, Any], run_dir: Path, has_logger: bool) -> list[Callback]:
     """The configured callbacks; checkpoints go to the run dir, and the learning-rate monitor is
-    left out when there is no logger to receive it (e.g. `debug=fdr`)."""
+    left out when there is no logger to receive it (e.g. `debug=fdr`). When validation runs
+    mid-epoch, checkpoints are saved after every validation, so the best one is not lost."""
     built: list[Callback] = []
-    for node in (cfg or {}).values():
+    mid_epoch = _validates_mid_epoch(config.get("trainer") or {})
+    for node in (config.get("callbacks") or {}).values():
         if not node or not node.get("_target_"):
             continue
         if node["_target_"].endswith("LearningRateMonitor") and not has_logger:
             continue
-        if node["_target_"].endswith("ModelCheckpoint") and not node.get("dirpath"):
-            node = {**node, "dirpath": str(run_dir / CHECKPOINT_DIR)}
+        if node["_target_"].endswith("ModelCheckpoint"):
+            node = {**node, "dirpath": node.get("dirpath") or str(run_dir / CHECKPOINT_DIR)}
+            if mid_epoch:
+                node["save_on_train_epoch_end"] = False
         built.append(instantiate(node))
     return built
 
 
 def _best_metrics(
-    history: list[dict[str, Any]], checkpoint: ModelCheckpoint | None, run_dir: Path
+    history: EpochHistory, checkpoint: ModelCheckpoint | None, run_dir: Path
 ) -> dict[str, Any]:
-    """The logged epoch row of the best checkpoint (or of the last epoch without one)."""
-    if checkpoint is None or checkpoint.best_model_score is None or not history:
-        return dict(history[-1]) if history else {}
+    """The logged metrics of the best checkpoint: its epoch row, or the (mid-epoch) validation it
+    was saved at; the last epoch's row without a checkpoint."""
+    rows = history.rows
+    if checkpoint is None or checkpoint.best_model_score is None or not rows:
+        return dict(rows[-1]) if rows else {}
     target = float(checkpoint.best_model_score)
     monitor = checkpoint.monitor or ""
-    row = min(history, key=lambda r: abs(r.get(monitor, float("inf")) - target))
+    candidates = [*rows, *history.validations]
+    row = min(candidates, key=lambda r: abs(r.get(monitor, float("inf")) - target))
     return {**row, "checkpoint": str(Path(checkpoint.best_model_path).relative_to(run_dir))}
 
 
@@ -75,7 +90,7 @@ def _fit(config: dict[str, Any], record: RunRecord, loggers: list[Logger]) -> An
     datamodule, module = build_task(config)
     carry = resume.parent.parent if resume and resume.parent.parent != run_dir else None
     history = EpochHistory(run_dir, carry, meta["epoch"] + 1 if resume else 0)
-    configured = _callbacks(config.get("callbacks"), run_dir, bool(loggers))
+    configured = _callbacks(config, run_dir, bool(loggers))
     checkpoint = next((c for c in configured if isinstance(c, ModelCheckpoint)), None)
     own = [EpochSeed(config["seed"]), DivergenceGuard(), RunIdentity(record.run_id, wandb_id)]
     callbacks = [*own, history, *configured]
@@ -89,19 +104,21 @@ def _fit(config: dict[str, Any], record: RunRecord, loggers: list[Logger]) -> An
         monitor=checkpoint.monitor if checkpoint else None,
         mode=checkpoint.mode if checkpoint else None,
     )
-    if config.get("train", True):
-        trainer.fit(module, datamodule=datamodule, ckpt_path=str(resume) if resume else None)
-    best = _best_metrics(history.rows, checkpoint, run_dir)
-    final = dict(history.rows[-1]) if history.rows else {}
-    for row in (best, final):
-        row.pop("time_s", None)  # wall clock, not a result
-    if config.get("test", True):
-        has_best = checkpoint is not None and bool(checkpoint.best_model_path)
-        ckpt = "best" if has_best else None
-        results = trainer.test(module, datamodule=datamodule, ckpt_path=ckpt)
-        tested = {k: v for result in results for k, v in result.items()}
-        best.update(tested)
-        final.update(tested)
+    hydra_cfg = HydraConfig.get()
+    with node_ranks(trainer, hydra_cfg.job.config_name, record.overrides, run_dir):
+        if config.get("train", True):
+            trainer.fit(module, datamodule=datamodule, ckpt_path=str(resume) if resume else None)
+        best = _best_metrics(history, checkpoint, run_dir)
+        final = dict(history.rows[-1]) if history.rows else {}
+        for row in (best, final):
+            row.pop("time_s", None)  # wall clock, not a result
+        if config.get("test", True):
+            has_best = checkpoint is not None and bool(checkpoint.best_model_path)
+            ckpt = "best" if has_best else None
+            results = trainer.test(module, datamodule=datamodule, ckpt_path=ckpt)
+            tested = {k: v for result in results for k, v in result.items()}
+            best.update(tested)
+            final.update(tested)
     record.fields.update(best=best, final=final)
     score = checkpoint.best_model_score if checkpoint else None
     return float(score) if score is not None else None

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.helpers.cli import FAST, metrics, run_cli, run_dirs
 
 
@@ -19,7 +21,9 @@ def test_bf16_mixed_precision_run_completes(workdir: Path):
 
 
 def test_ddp_sim_two_cpu_processes(workdir: Path):
-    done = run_cli("research-train", *FAST, "trainer=ddp_sim", cwd=workdir, timeout=400)
+    # The whole test split (180 digits, 90 a rank): its mean loss is the same on one process.
+    args = [*FAST, "trainer=ddp_sim", "trainer.limit_test_batches=null"]
+    done = run_cli("research-train", *args, cwd=workdir, timeout=400)
     assert done.returncode == 0, done.stderr[-2000:]
     (run,) = run_dirs(workdir)
     m = metrics(run)
@@ -29,3 +33,11 @@ def test_ddp_sim_two_cpu_processes(workdir: Path):
     assert len((run / "history.jsonl").read_text().splitlines()) == 2
     # Rank 1 shares the run dir but writes no config of its own.
     assert not list(workdir.glob(".pl_hydra*")) and not list(run.glob(".pl_hydra*"))
+
+    # test/loss is averaged over both ranks (sync_dist), not rank 0's half of the test set.
+    single = 'overrides=["trainer.devices=1","trainer.strategy=auto"]'
+    again = run_cli("research-eval", f"run_dir={run}", single, cwd=workdir)
+    assert again.returncode == 0, again.stderr[-2000:]
+    evaluated = metrics(run_dirs(workdir, task="eval")[0])["final"]
+    assert evaluated["test/loss"] == pytest.approx(m["best"]["test/loss"], abs=1e-5)
+    assert evaluated["test/acc"] == pytest.approx(m["best"]["test/acc"], abs=1e-6)

@@ -109,8 +109,10 @@ def test_missing_files_fail_in_one_line_naming_the_folder(
     download: bool,
     problem: str,
 ):
+    module = module_cls(data_dir=str(tmp_path), batch_size=8, download=download)
     with pytest.raises(FileNotFoundError) as err:
-        _setup(module_cls, tmp_path, download=download)
+        module.prepare_data()
+        module.setup()
     message = str(err.value)
     folder = tmp_path / (
         "cifar-10-batches-py" if channels == 3 else f"{module_cls.dataset_name}/raw"
@@ -121,6 +123,20 @@ def test_missing_files_fail_in_one_line_naming_the_folder(
     # With download=false nothing touches the network; with download=true (network cut off here)
     # torchvision tries and its failure becomes this one-line error.
     assert bool(network_attempts) == download
+
+
+@DATASETS
+def test_only_prepare_data_downloads_not_setup_in_every_rank(
+    tmp_path: Path, network_attempts: list[str], module_cls, channels: int, size: int
+):
+    """Lightning calls prepare_data once per node and setup in every DDP rank."""
+    module = module_cls(data_dir=str(tmp_path), batch_size=8, download=True)
+    with pytest.raises(FileNotFoundError, match="are missing or damaged in"):
+        module.setup()
+    assert network_attempts == []
+    with pytest.raises(FileNotFoundError, match="could not be downloaded to"):
+        module.prepare_data()
+    assert network_attempts
 
 
 def test_missing_torchvision_names_the_extra(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):

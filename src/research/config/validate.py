@@ -8,6 +8,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from research.config import schemas  # noqa: F401  (registers the schemas)
+from research.config.devices import check_devices
 from research.config.errors import ConfigError, one_line
 from research.config.schema import SCHEMAS, check_node, walk_targets
 
@@ -42,4 +43,5 @@ def validate(cfg: DictConfig, entry: str = "train") -> dict[str, Any]:
         schema = SCHEMAS.get(str(node["_target_"]))
         if schema is not None:
             check_node(at, node, schema)
+    check_devices(resolved.get("trainer") or {})
     return resolved

@@ -8,7 +8,7 @@ building the in-memory splits a matter of seconds.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import torch
 
@@ -29,8 +29,8 @@ def _as_images(data: object) -> torch.Tensor:
     return images.float().div_(255.0)
 
 
-def load_torchvision(class_name: str, root: str, download: bool) -> ImageArrays:
-    """Train and official test split of `torchvision.datasets.<class_name>`."""
+def _datasets(class_name: str, root: str, download: bool) -> tuple[Any, Any]:
+    """The train and test split objects of `torchvision.datasets.<class_name>`."""
     try:
         import torchvision.datasets as datasets
     except ImportError:
@@ -38,18 +38,27 @@ def load_torchvision(class_name: str, root: str, download: bool) -> ImageArrays:
             f"{class_name} needs torchvision, which is missing: pip install 'research[vision]'"
         ) from None
     dataset_cls = getattr(datasets, class_name)
-    folder = _expected_folder(dataset_cls, root)
     try:
-        train, test = (dataset_cls(root, train=split, download=download) for split in (True, False))
+        return tuple(dataset_cls(root, train=split, download=download) for split in (True, False))
     except (RuntimeError, OSError) as err:  # not found / bad checksum, or a failed download
         if download:
             problem, remedy = "could not be downloaded to", "retry data.download=true with network"
         else:
             problem, remedy = "are missing or damaged in", "data.download=true fetches them"
         raise FileNotFoundError(
-            f"{class_name} files {problem} {folder}; {remedy}, or copy the official files there "
-            f"({type(err).__name__})"
+            f"{class_name} files {problem} {_expected_folder(dataset_cls, root)}; {remedy}, "
+            f"or copy the official files there ({type(err).__name__})"
         ) from None
+
+
+def download_torchvision(class_name: str, root: str) -> None:
+    """Fetch the official files of `torchvision.datasets.<class_name>` unless already there."""
+    _datasets(class_name, root, download=True)
+
+
+def load_torchvision(class_name: str, root: str) -> ImageArrays:
+    """Train and official test split of `torchvision.datasets.<class_name>`, read from disk."""
+    train, test = _datasets(class_name, root, download=False)
     return ImageArrays(
         _as_images(train.data),
         torch.as_tensor(train.targets, dtype=torch.long),
@@ -64,8 +73,14 @@ class TorchvisionDataModule(ImageDataModule):
 
     dataset_name: ClassVar[str]
 
+    def prepare_data(self) -> None:
+        """Download here, not in `setup`: Lightning calls this once per node (local rank 0),
+        `setup` in every DDP rank, which would all download into the same folder."""
+        if self.config.download:
+            download_torchvision(self.dataset_name, self.config.data_dir)
+
     def load(self) -> ImageArrays:
-        return load_torchvision(self.dataset_name, self.config.data_dir, self.config.download)
+        return load_torchvision(self.dataset_name, self.config.data_dir)
 
 
 class MNISTDataModule(TorchvisionDataModule):

@@ -98,7 +98,15 @@ class ClassificationModule(Task):
         metrics = self.val_metrics if split == "val" else self.test_metrics
         metrics[dataloader_idx].update(logits, targets)
         name = f"{split}/loss{self.eval_suffixes[dataloader_idx]}"
-        self.log(name, loss, on_epoch=True, prog_bar=split == "val", add_dataloader_idx=False)
+        # sync_dist: under DDP the epoch mean is over every rank's batches, not rank 0's only.
+        self.log(
+            name,
+            loss,
+            on_epoch=True,
+            prog_bar=split == "val",
+            add_dataloader_idx=False,
+            sync_dist=True,
+        )
 
     def _eval_epoch_end(self, split: str) -> dict[str, torch.Tensor]:
         values: dict[str, torch.Tensor] = {}

@@ -47,6 +47,19 @@ def _without_run_seed(node: Any, seed: Any) -> Any:
     return node
 
 
+def _without_cluster(plugins: Any) -> Any:
+    """Trainer plugins minus cluster environments (e.g. `launcher=submitit_slurm`'s
+    SLURMEnvironment): where a run executes is not part of what it computes."""
+    if not isinstance(plugins, list):
+        return plugins
+    kept = [
+        p
+        for p in plugins
+        if not (isinstance(p, dict) and str(p.get("_target_", "")).endswith("Environment"))
+    ]
+    return kept or None
+
+
 def config_hash(resolved: dict[str, Any]) -> str:
     """12 hex digits over the resolved config minus bookkeeping keys and the run seed."""
     content = {
@@ -57,6 +70,10 @@ def config_hash(resolved: dict[str, Any]) -> str:
     for group, keys in NOT_IDENTITY_NESTED.items():
         if isinstance(content.get(group), dict):
             content[group] = {k: v for k, v in content[group].items() if k not in keys}
+    if isinstance(content.get("trainer"), dict):
+        trainer = dict(content["trainer"])
+        plugins = _without_cluster(trainer.pop("plugins", None))
+        content["trainer"] = {**trainer, **({"plugins": plugins} if plugins else {})}
     text = json.dumps(content, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 

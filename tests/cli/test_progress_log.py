@@ -1,0 +1,33 @@
+"""A run whose stdout is not a terminal (a SLURM .out file, nohup, CI) logs its progress."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from tests.helpers.cli import FAST, run_cli, run_dirs
+
+
+def test_piped_run_logs_progress_and_validation_lines(workdir: Path):
+    done = run_cli(
+        "research-train",
+        *FAST,
+        "logger=none",
+        "callbacks.progress_log.every_n_steps=2",
+        cwd=workdir,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    steps = re.findall(
+        r"epoch (\d+)  step (\d+)/(\d+)  loss (\d+\.\d{4})  [\d.]+ steps/s  ETA \d+m\d\ds",
+        done.stdout,
+    )
+    assert len(steps) >= 2, done.stdout[-3000:]
+    assert {epoch for epoch, *_ in steps} == {"0", "1"}  # both epochs of debug=limit
+    assert all(int(step) <= int(total) for _, step, total, _ in steps)
+    validations = re.findall(
+        r"validation  epoch (\d+)  step \d+  .*val/acc=(\d\.\d{4})", done.stdout
+    )
+    assert [epoch for epoch, _ in validations] == ["0", "1"]
+    # The same lines reach the job's log file.
+    log = (run_dirs(workdir)[0] / "train.log").read_text()
+    assert log.count("validation  epoch") == 2
