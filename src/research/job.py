@@ -22,7 +22,9 @@ from omegaconf import DictConfig
 from research.callbacks import DivergedError
 from research.config.errors import innermost, one_line
 from research.config.validate import resolve
+from research.pruning import is_pruned
 from research.tracking.record import RunRecord
+from research.tracking.sweep_summary import FINISHED
 from research.tracking.wandb_run import finish_loggers
 
 log = logging.getLogger(__name__)
@@ -64,6 +66,7 @@ def run_job(prog: str, cfg: DictConfig, body: Body) -> JobOutcome:
         result = body(config, record, loggers)
     except (Exception, KeyboardInterrupt) as err:  # noqa: BLE001 - every failure is recorded
         status = "diverged" if isinstance(err, DivergedError) else "failed"
+        status = "pruned" if is_pruned(err) else status
         cause = innermost(err)
         error = (
             f"{type(cause).__name__}: {one_line(cause)}"
@@ -75,7 +78,8 @@ def run_job(prog: str, cfg: DictConfig, body: Body) -> JobOutcome:
         print(f"{prog}: {status}: {error} (run dir: {run_dir})", file=sys.stderr)
     finally:
         best = {f"best/{k}": v for k, v in record.fields.get("best", {}).items()}
-        finish_loggers(loggers, 0 if status == "completed" else 1, {"status": status, **best})
+        ok = status in FINISHED
+        finish_loggers(loggers, 0 if ok else 1, {"status": status, **best})
     if is_zero:
         record.write(status, error)
     return JobOutcome(status, result)

@@ -69,10 +69,9 @@ def test_an_ablation_name_is_looked_up_in_the_log_dir(
     monkeypatch.setenv("RESEARCH_LOG_DIR", str(runs_folder))
     monkeypatch.chdir(tmp_path)
     assert main(["widths", "--out", str(tmp_path / "out")]) == 0
-    rows = [
-        ln.split(" | ")[0] for ln in capsys.readouterr().out.splitlines()[2:] if ln.startswith("|")
-    ]
-    assert rows == ["| single", "| wide"]
+    first_table = capsys.readouterr().out.split("\n\n")[0]
+    rows = [ln.split(" | ")[0] for ln in first_table.splitlines()[2:] if ln.startswith("|")]
+    assert rows == ["| single (baseline)", "| wide"]
 
 
 def test_wandb_offline_logs_the_table(runs_folder: Path, tmp_path: Path, monkeypatch, capsys):
