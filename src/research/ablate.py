@@ -28,7 +28,7 @@ from omegaconf import OmegaConf
 
 from research.config.compose import check_command_line, config_dir, group_options
 from research.config.errors import ConfigError
-from research.tracking.identity import run_id
+from research.tracking.identity import affects_result, run_id
 from research.tracking.run_dir import (
     CHECKPOINT_DIR,
     METRICS_FILE,
@@ -94,7 +94,8 @@ def folder_name(name: str, spec: dict[str, Any], extra: list[str]) -> str:
     (changed,) = check_command_line("train", [*common, *extra])
     if run_id(plain) == run_id(changed):
         return name
-    slug = re.sub(r"[^A-Za-z0-9._=,-]+", "-", ",".join(extra))
+    named = [o for o in extra if affects_result(o.lstrip("+~").partition("=")[0])] or extra
+    slug = re.sub(r"[^A-Za-z0-9._=,-]+", "-", ",".join(named))
     if len(slug) > _SLUG_LENGTH:
         slug = slug[:_SLUG_LENGTH] + "-" + run_id(changed).split("-")[0][:6]
     return f"{name}+{slug}"

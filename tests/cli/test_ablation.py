@@ -85,7 +85,8 @@ def test_ablation_runs_reports_and_skips_finished_runs(ablation):
     assert dry.returncode == 0 and "2 of 6 jobs to run" in dry.stdout
     # An override that changes what is computed makes its own ablation folder; one that does
     # not (a display setting) keeps the ablation's runs.
-    cut = run_cli("research-ablate", "tiny", "trainer.max_epochs=1", "--dry-run", cwd=root, env=env)
+    cut = ["trainer.max_epochs=1", "trainer.enable_model_summary=false", "--dry-run"]
+    cut = run_cli("research-ablate", "tiny", *cut, cwd=root, env=env)
     assert "6 of 6 jobs to run (in tiny+trainer.max_epochs=1)" in cut.stdout, cut.stderr
     quiet = ["trainer.enable_model_summary=false", "--dry-run"]
     same = run_cli("research-ablate", "tiny", *quiet, cwd=root, env=env)
