@@ -1,4 +1,5 @@
-"""Run aggregation: many run dirs -> a table per variant (mean ± std over seeds) and plots.
+"""Run aggregation: many run dirs -> a table per variant (mean ± std and a bootstrap CI over
+seeds), comparisons against a baseline variant, main effects of factorial ablations, and plots.
 
 Reads only the files runs leave on disk (metrics.json, history.jsonl), so it needs no network
 and never imports torch.

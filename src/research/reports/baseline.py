@@ -10,7 +10,7 @@ import pandas as pd
 
 from research.reports.errors import ReportError
 from research.reports.stats import ALPHA, CONFIDENCE, Comparison, compare
-from research.reports.tables import decimals
+from research.reports.tables import decimals, signed
 
 
 def choose_baseline(variants: list[str], asked: str | None, configured: str | None) -> str | None:
@@ -40,18 +40,14 @@ def comparisons(
     return {m: compare(runs, m, baseline, directions[m], variants) for m in metrics}
 
 
-def _signed(value: float, places: int) -> str:
-    return f"{value:+.{places}f}".replace("-", "−")
-
-
 def _cell(c: Comparison) -> str:
     if math.isnan(c.diff):
         return "–"
     if math.isnan(c.low):
-        return f"{_signed(c.diff, 4)} (n < 2)"
+        return f"{signed(c.diff, 4)} (n < 2)"
     places = decimals(c.diff, (c.high - c.low) / 2)
     text = (
-        f"{_signed(c.diff, places)} [{_signed(c.low, places)}, {_signed(c.high, places)}] "
+        f"{signed(c.diff, places)} [{signed(c.low, places)}, {signed(c.high, places)}] "
         f"p={c.p_holm:.2g}"
     )
     return f"**{text}**" if c.verdict == "better" else text

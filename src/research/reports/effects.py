@@ -12,7 +12,7 @@ import math
 
 import pandas as pd
 
-from research.reports.tables import decimals
+from research.reports.tables import decimals, signed
 
 
 def main_effects(table: pd.DataFrame, metric: str, axes: dict[str, list[str]]) -> pd.DataFrame:
@@ -61,7 +61,7 @@ def effects_markdown(table: pd.DataFrame, metrics: list[str], axes: dict[str, li
         ]
         for row in effects.to_dict("records"):
             mean = "–" if math.isnan(row["mean"]) else f"{row['mean']:.{places}f}"
-            diff = "–" if math.isnan(row["diff"]) else f"{row['diff']:+.{places}f}"
+            diff = "–" if math.isnan(row["diff"]) else signed(row["diff"], places)
             lines.append(
                 f"| {row['axis']} | {row['level']} | {mean} | {diff} | {row['variants']} | "
                 f"{row['runs']} |"

@@ -67,6 +67,11 @@ def format_mean_std(mean: float, std: float, low: float = math.nan, high: float 
     return text
 
 
+def signed(value: float, places: int) -> str:
+    """`+0.012` / `−0.004` (a true minus sign, as in a typeset table)."""
+    return f"{value:+.{places}f}".replace("-", "−")
+
+
 def better_variants(comparisons: list[Comparison]) -> set[str]:
     """The variants better than the baseline beyond noise."""
     return {c.variant for c in comparisons if c.verdict == "better"}
