@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.collections import PathCollection
 from matplotlib.patches import Rectangle
@@ -77,6 +78,18 @@ def test_legend_is_outside_the_data():
     (ax,) = fig.axes
     legend = ax.get_legend().get_window_extent()
     assert legend.x0 >= ax.get_window_extent().x1
+
+
+def test_curve_bands_stay_inside_the_runs_values():
+    rows = [
+        {"run_dir": f"r{s}", "variant": "a", "seed": s, "epoch": e, "train/loss": loss}
+        for s, losses in enumerate([[0.5, 0.01], [0.6, 0.02], [0.4, 0.3]])
+        for e, loss in enumerate(losses)
+    ]
+    (ax,) = plot_curves(pd.DataFrame(rows), "train/loss").axes
+    (band,) = [c for c in ax.collections if not isinstance(c, PathCollection)]
+    ys = np.concatenate([p.vertices[:, 1] for p in band.get_paths()])
+    assert ys.min() == pytest.approx(0.01) and ys.max() == pytest.approx(0.6)  # mean-std < 0
 
 
 def test_curves_say_n_per_epoch_when_runs_differ_in_length():

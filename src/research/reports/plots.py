@@ -89,7 +89,14 @@ def curve_stats(
     else:
         lower, upper = stats["min"], stats["max"]
     frame = pd.DataFrame(
-        {"mean": stats["mean"], "lower": lower, "upper": upper, "n": stats["count"]}
+        {
+            "mean": stats["mean"],
+            "lower": lower,
+            "upper": upper,
+            "n": stats["count"],
+            "min": stats["min"],
+            "max": stats["max"],
+        }
     )
     return frame.reset_index()
 
@@ -116,8 +123,14 @@ def plot_curves(
             label=f"{labels[variant]} (n={runs_per_variant[variant]})",
         )
         spread = points[points["n"] > 1]
+        # Drawn inside the runs' own range: a ±std band would put a loss below 0 or an
+        # accuracy above 1.
         ax.fill_between(
-            spread[x], spread["lower"], spread["upper"], color=colors[variant], alpha=0.2
+            spread[x],
+            spread["lower"].clip(lower=spread["min"]),
+            spread["upper"].clip(upper=spread["max"]),
+            color=colors[variant],
+            alpha=0.2,
         )
         changes = points[points["n"] != points["n"].shift()]
         if points["n"].nunique() > 1:
