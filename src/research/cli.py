@@ -8,6 +8,7 @@ exits with status 2 and one line. A job that fails exits with status 1.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -17,6 +18,8 @@ from research.config.compose import compose_all, config_dir, sweep_dir
 from research.config.errors import ConfigError
 from research.config.validate import validate
 
+# The user's command line, as every job records it.
+COMMAND_ENV = "RESEARCH_COMMAND"
 # Hydra flags that only print information; they skip the schema check.
 _INFO_FLAGS = ("help", "hydra_help", "info", "shell_completion")
 
@@ -98,7 +101,8 @@ def _sweep_failures(folder: Path) -> int:
     by the SweepSummary callback); a sweep that left no summary counts as failed."""
     try:
         summary = json.loads((folder / "sweep_summary.json").read_text())
-        return int(summary["jobs"]) - int(summary["completed"])
+        # A pruned search trial was stopped on purpose by its study's pruner: not a failure.
+        return int(summary["jobs"]) - int(summary["completed"]) - int(summary.get("pruned", 0))
     except (OSError, ValueError, KeyError):
         return 1
 
@@ -116,13 +120,23 @@ def _continue_in_place(config: dict[str, Any]) -> list[str]:
 
 
 def run(
-    prog: str, config_name: str, task: Callable[[Any], Any], argv: Sequence[str] | None = None
+    prog: str,
+    config_name: str,
+    task: Callable[[Any], Any],
+    argv: Sequence[str] | None = None,
+    command: str | None = None,
 ) -> int:
-    """Check the command line, hand it to Hydra, and map the jobs' outcome to an exit code."""
+    """Check the command line, hand it to Hydra, and map the jobs' outcome to an exit code.
+
+    `command` is the line the user typed (research-ablate's, not the sweep it starts); every
+    job records it (RESEARCH_COMMAND, so jobs in other processes see it too)."""
+    import shlex
+
     import hydra
     from hydra._internal.utils import get_args_parser
 
     args = list(sys.argv[1:] if argv is None else argv)
+    os.environ[COMMAND_ENV] = command or shlex.join([prog, *args])
     parsed = get_args_parser().parse_args(args)
     if parsed.help:
         print(_help(prog, config_name))

@@ -1,8 +1,9 @@
 """What every job does around its real work: record its outcome, whatever happens.
 
-Any exception or interrupt ends the job with a metrics.json saying `failed` (or `diverged`) and
-one line on stderr instead of a traceback (the traceback goes to the job's log file); a job that
-SLURM requeued records nothing and leaves that to its next attempt. Returning normally keeps
+Any exception or interrupt ends the job with a metrics.json saying `failed` (or `diverged`, or
+`pruned` when Optuna stopped it) and one line on stderr instead of a traceback (the traceback goes
+to the job's log file); a job that SLURM requeued records nothing and leaves that to its next
+attempt. Returning normally keeps
 the other jobs of a multirun going; the CLI turns the returned statuses into the exit code.
 """
 
@@ -25,7 +26,9 @@ from research import slurm
 from research.callbacks import DivergedError
 from research.config.errors import innermost, one_line
 from research.config.validate import resolve
+from research.pruning import is_pruned
 from research.tracking.record import RunRecord
+from research.tracking.sweep_summary import FINISHED
 from research.tracking.wandb_run import finish_loggers
 
 log = logging.getLogger(__name__)
@@ -63,7 +66,7 @@ def _describe(err: BaseException) -> str:
 def _finish(loggers: list[Logger], status: str, summary: dict[str, Any]) -> None:
     """Close the loggers; a failure here must not cost the job its metrics.json."""
     try:
-        finish_loggers(loggers, 0 if status == "completed" else 1, {"status": status, **summary})
+        finish_loggers(loggers, 0 if status in FINISHED else 1, {"status": status, **summary})
     except Exception as err:  # noqa: BLE001 - e.g. W&B's service already ended by SIGTERM
         log.warning("the loggers could not finish: %s", one_line(err))
 
@@ -101,6 +104,8 @@ def run_job(prog: str, cfg: DictConfig, body: Body) -> JobOutcome:
             error = f"{ended} by SLURM (job {slurm.display_id()}); {error}"
         elif isinstance(err, DivergedError):
             status = "diverged"
+        elif is_pruned(err):
+            status = "pruned"
         log.error("run %s: %s", status, error)
         log.debug("traceback of the %s run", status, exc_info=True)
         if status != "requeued":

@@ -10,6 +10,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -21,8 +22,9 @@ _SOURCE_HELP = (
     "means the folder <log dir>/ablations/<name>/, where <log dir> is $RESEARCH_LOG_DIR, else "
     "$RESEARCH_ROOT/logs, else logs/ under the current directory. All the ablation's sweep "
     "folders are read; a run re-run by a later research-ablate counts once, as its newest "
-    "completed attempt. The ablation's `metrics` in conf/ablation/<name>.yaml are the default "
-    "--metric."
+    "completed attempt. The ablation file conf/ablation/<name>.yaml gives the default "
+    "--metric (`metrics`), --baseline (`baseline`) and the axes of the main-effect table; a "
+    "folder <log dir>/ablations/<name>[+overrides]/ is read with that file too."
 )
 
 
@@ -33,30 +35,34 @@ def _log_dir() -> Path:
     return Path(os.environ.get("RESEARCH_ROOT") or ".") / "logs"
 
 
-def resolve_source(text: str) -> tuple[Path, str | None]:
-    """The folder to read, and the ablation name when `text` named one."""
+def resolve_source(text: str, log_dir: Path | None = None) -> tuple[Path, str | None]:
+    """The folder to read, and the ablation name when `text` named one (or is an ablation's
+    folder: `<log dir>/ablations/<name>`, with `+<overrides>` after the name for a run with
+    extra overrides). `log_dir` defaults to the rule of conf/paths/default.yaml."""
     path = Path(text)
     if path.is_dir():
-        return path, None
+        parent = path.resolve().parent.name
+        return path, path.resolve().name.split("+")[0] if parent == "ablations" else None
     if path.exists():
         raise ReportError(f"{text} is a file; pass a folder of run dirs or an ablation name")
-    ablation = _log_dir() / "ablations" / text
+    ablation = (log_dir or _log_dir()) / "ablations" / text
     if ablation.is_dir():
-        return ablation, text
+        return ablation, text.split("+")[0]
     raise ReportError(
         f"source {text!r} not found: no folder {path.absolute()} and no ablation folder "
         f"{ablation.absolute()}"
     )
 
 
-def _ablation_metrics(name: str) -> list[str] | None:
-    """The report metrics an ablation file lists, if any."""
+def ablation_spec(name: str | None) -> dict[str, Any]:
+    """conf/ablation/<name>.yaml as a dict; {} when there is none."""
+    if not name:
+        return {}
     from research.config.compose import config_dir
 
     path = config_dir() / "ablation" / f"{name}.yaml"
     spec = yaml.safe_load(path.read_text()) if path.is_file() else None
-    metrics = spec.get("metrics") if isinstance(spec, dict) else None
-    return [str(m) for m in metrics] if metrics else None
+    return spec if isinstance(spec, dict) else {}
 
 
 def _direction(text: str) -> tuple[str, str]:
@@ -95,6 +101,20 @@ def _parser() -> argparse.ArgumentParser:
         "f1: max; loss, perplexity, ppl, error: min) nor the runs' checkpoint mode tells",
     )
     parser.add_argument(
+        "--baseline",
+        metavar="VARIANT",
+        help="the variant the others are compared with (difference, CI, Holm-adjusted p); "
+        "default: the ablation file's `baseline`, else `default`, else the first variant",
+    )
+    parser.add_argument(
+        "--where",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="keep only runs whose config has this value (repeatable), e.g. "
+        "--where trainer.max_epochs=10",
+    )
+    parser.add_argument(
         "--band",
         choices=("std", "minmax"),
         default="std",
@@ -116,7 +136,8 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         source, ablation = resolve_source(args.source)
-        metrics = args.metric or (_ablation_metrics(ablation) if ablation else None)
+        spec = ablation_spec(ablation)
+        metrics = args.metric or [str(m) for m in spec.get("metrics") or []] or None
         report = build_report(
             source,
             args.out or source / "report",
@@ -124,6 +145,9 @@ def main(argv: list[str] | None = None) -> int:
             direction=dict(args.direction),
             band=args.band,
             x=args.x,
+            where=args.where,
+            baseline=args.baseline,
+            ablation=spec,
         )
     except ReportError as err:
         print(f"research-report: error: {err}", file=sys.stderr)

@@ -19,7 +19,9 @@ from research.build import build_task
 from research.callbacks import DivergenceGuard, EpochHistory, EpochSeed, RunIdentity
 from research.checkpoints import CheckpointError, checkpoint_meta, resolve_resume
 from research.job import JobOutcome, run_job
+from research.pruning import pruning_callbacks
 from research.ranks import node_ranks
+from research.tracking.naming import run_name
 from research.tracking.record import RunRecord
 from research.tracking.run_dir import CHECKPOINT_DIR
 from research.tracking.wandb_run import build_loggers, log_provenance
@@ -78,7 +80,8 @@ def _fit(config: dict[str, Any], record: RunRecord, loggers: list[Logger]) -> An
         resume_error = err  # raised once the W&B run exists, so that run is marked failed
     # Loggers first: a job that fails while building its data or model still gets a W&B run,
     # marked failed.
-    built, wandb_id = build_loggers(config.get("logger"), run_dir, meta.get("wandb_run_id"))
+    name = run_name(config, record.overrides)
+    built, wandb_id = build_loggers(config.get("logger"), run_dir, meta.get("wandb_run_id"), name)
     loggers.extend(built)
     record.fields.update(
         resumed_from=str(resume) if resume else None,
@@ -93,7 +96,8 @@ def _fit(config: dict[str, Any], record: RunRecord, loggers: list[Logger]) -> An
     configured = _callbacks(config, run_dir, bool(loggers))
     checkpoint = next((c for c in configured if isinstance(c, ModelCheckpoint)), None)
     own = [EpochSeed(config["seed"]), DivergenceGuard(), RunIdentity(record.run_id, wandb_id)]
-    callbacks = [*own, history, *configured]
+    pruning = pruning_callbacks(config, checkpoint.monitor if checkpoint else None)
+    callbacks = [*own, history, *configured, *pruning]
     trainer: L.Trainer = instantiate(
         config["trainer"],
         callbacks=callbacks,
@@ -121,6 +125,8 @@ def _fit(config: dict[str, Any], record: RunRecord, loggers: list[Logger]) -> An
             final.update(tested)
     record.fields.update(best=best, final=final)
     score = checkpoint.best_model_score if checkpoint else None
+    if score is None and checkpoint is not None and history.rows:
+        score = history.rows[-1].get(checkpoint.monitor)  # no checkpoint scored: fast_dev_run
     return float(score) if score is not None else None
 
 

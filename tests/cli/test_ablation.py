@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
 
-from tests.helpers.cli import run_cli
+from tests.helpers.cli import BIN, cli_env, run_cli
 
 REPO_CONF = Path(__file__).parents[2] / "conf"
 ABLATION = """
@@ -18,6 +21,7 @@ variants:
   sgd: [optimizer=sgd, optimizer.lr=0.05]
   broken: [optimizer=sgd, optimizer.lr=1e30]
 seeds: [0, 1]
+baseline: adam
 """
 
 
@@ -37,9 +41,22 @@ def _metrics(root: Path) -> list[dict]:
 
 def test_ablation_runs_reports_and_skips_finished_runs(ablation):
     root, env = ablation
+    # A restricted call first: two variants, one seed.
+    part = run_cli(
+        "research-ablate", "tiny", "--only", "adam,sgd", "--seeds", "0", cwd=root, env=env
+    )
+    assert part.returncode == 0, part.stderr[-2000:]
+    assert "2 of 6 jobs to run" in part.stdout
+    assert part.stdout.count("not selected") == 4
+    assert "ablation tiny: 2/6 runs completed" in part.stdout
+    assert {m["command"] for m in _metrics(root)} == {
+        "research-ablate tiny --only adam,sgd --seeds 0"
+    }
+
     first = run_cli("research-ablate", "tiny", cwd=root, env=env, timeout=600)
     assert first.returncode == 1, first.stderr[-2000:]  # the diverging variant fails the sweep
-    assert "6 of 6 jobs to run" in first.stdout
+    assert "4 of 6 jobs to run" in first.stdout
+    assert "ablation tiny: 4/6 runs completed" in first.stdout  # the whole ablation, not this call
     runs = _metrics(root)
     assert sorted((m["variant"], m["seed"], m["status"]) for m in runs) == [
         ("adam", 0, "completed"),
@@ -62,13 +79,35 @@ def test_ablation_runs_reports_and_skips_finished_runs(ablation):
         assert any(abs(float(cell) - mean) < 1e-9 for cell in line.split(",")[1:] if cell)
     broken = next(ln for ln in report.stdout.splitlines() if ln.startswith("| broken"))
     assert "| 0 |" in broken and "| 2 |" in broken  # n = 0 completed, 2 diverged
+    assert "| adam (baseline) |" in report.stdout  # the ablation file's `baseline`
 
     dry = run_cli("research-ablate", "tiny", "--dry-run", cwd=root, env=env)
     assert dry.returncode == 0 and "2 of 6 jobs to run" in dry.stdout
+    # An override that changes what is computed makes its own ablation folder; one that does
+    # not (a display setting) keeps the ablation's runs.
+    cut = ["trainer.max_epochs=1", "trainer.enable_model_summary=false", "--dry-run"]
+    cut = run_cli("research-ablate", "tiny", *cut, cwd=root, env=env)
+    assert "6 of 6 jobs to run (in tiny+trainer.max_epochs=1)" in cut.stdout, cut.stderr
+    quiet = ["trainer.enable_model_summary=false", "--dry-run"]
+    same = run_cli("research-ablate", "tiny", *quiet, cwd=root, env=env)
+    assert "2 of 6 jobs to run\n" in same.stdout
     again = run_cli("research-ablate", "tiny", cwd=root, env=env, timeout=600)
     assert again.returncode == 1
     assert "2 of 6 jobs to run" in again.stdout
     assert len(_metrics(root)) == 8  # only the two failed jobs ran again
+
+
+def test_only_and_seeds_name_what_is_valid(ablation):
+    root, env = ablation
+    done = run_cli("research-ablate", "tiny", "--only", "adam,nope", cwd=root, env=env)
+    assert done.returncode == 2
+    assert done.stderr.strip() == (
+        "research-ablate: error: --only nope: not in this ablation; choose from: adam, sgd, broken"
+    )
+    done = run_cli("research-ablate", "tiny", "--seeds", "7", cwd=root, env=env)
+    assert (
+        done.returncode == 2 and "--seeds 7: not in this ablation; choose from: 0, 1" in done.stderr
+    )
 
 
 def test_unknown_ablation_lists_the_choices(ablation):
@@ -76,3 +115,49 @@ def test_unknown_ablation_lists_the_choices(ablation):
     done = run_cli("research-ablate", "nope", cwd=root, env=env)
     assert done.returncode == 2
     assert "no conf/ablation/nope.yaml; choose one of: cnn_sgd_momentum" in done.stderr
+
+
+KILLED = """
+base: [logger=none, trainer.max_epochs=4, data.batch_size=8, trainer.enable_progress_bar=false]
+variants:
+  only: []
+seeds: [0]
+"""
+
+
+@pytest.mark.slow
+def test_a_killed_job_resumes_from_its_own_last_checkpoint(ablation):
+    root, env = ablation
+    (Path(env["RESEARCH_CONFIG_DIR"]) / "ablation" / "killed.yaml").write_text(KILLED)
+    proc = subprocess.Popen(
+        [str(BIN / "research-ablate"), "killed"],
+        cwd=root,
+        env={**cli_env(), **env},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    folder = root / "logs" / "ablations" / "killed"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and proc.poll() is None:
+        histories = list(folder.glob("*/*/history.jsonl"))
+        if histories and len(histories[0].read_text().splitlines()) >= 2:
+            proc.send_signal(signal.SIGKILL)
+            break
+        time.sleep(0.05)
+    proc.wait(timeout=30)
+    assert proc.returncode == -signal.SIGKILL
+    (killed,) = [p.parent for p in folder.glob("*/*/history.jsonl")]
+    assert not (killed / "metrics.json").exists()
+
+    again = run_cli("research-ablate", "killed", cwd=root, env=env, timeout=600)
+    assert again.returncode == 0, again.stderr[-2000:]
+    checkpoint = killed / "checkpoints" / "last.ckpt"
+    assert f"to run, resumes {checkpoint}" in again.stdout
+    assert "ablation killed: 1/1 runs completed" in again.stdout
+    (done,) = [json.loads(p.read_text()) for p in folder.glob("*/*/metrics.json")]
+    assert done["status"] == "completed" and done["resumed_from"] == str(checkpoint)
+    epochs = [
+        json.loads(line)["epoch"]
+        for line in (Path(done["run_dir"]) / "history.jsonl").read_text().splitlines()
+    ]
+    assert epochs == [0, 1, 2, 3]  # carried on, not started over

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from research.tracking.wandb_reader import read_offline_run
-from tests.helpers.cli import FAST, metrics, run_cli
+from tests.helpers.cli import BIN, FAST, cli_env, metrics, run_cli
 
 
 def sweep_jobs(root: Path) -> tuple[Path, list[Path]]:
@@ -60,6 +61,13 @@ def test_every_job_has_its_own_wandb_run(mixed_sweep):
         assert logged.run_id == run_id
         assert logged.exit_code == (0 if metrics(job)["status"] == "completed" else 1)
         assert logged.summary["status"] == metrics(job)["status"]
+        # Named by what differs (bookkeeping overrides left out), with the user's command.
+        lr, ckpt = metrics(job)["overrides"][-2:]
+        assert logged.name == f"debug=limit,optimizer=sgd,{lr},seed=0", ckpt
+        assert metrics(job)["command"] == "research-train -m " + " ".join(
+            [*FAST, "optimizer=sgd", "optimizer.lr=0.01,1e30", "ckpt_path=null,/nope/last.ckpt"]
+        )
+        assert logged.config["command"] == metrics(job)["command"]
 
 
 def test_seed_zero_is_a_real_seed(tmp_path: Path):
@@ -71,3 +79,20 @@ def test_seed_zero_is_a_real_seed(tmp_path: Path):
     assert first["final"] == again["final"]
     assert first["final"] != other["final"]
     assert first["run_id"] == again["run_id"] != other["run_id"]
+
+
+def test_a_whole_sweep_syncs_in_one_wandb_command(mixed_sweep):
+    """What the README says: one `wandb sync` over the jobs' wandb folders picks up every run
+    (a dry run: nothing is uploaded, no network)."""
+    _, root = mixed_sweep
+    sweep, jobs = sweep_jobs(root)
+    folders = sorted(str(p) for p in sweep.glob("*/wandb"))
+    done = subprocess.run(
+        [str(BIN / "wandb"), "sync", "--dry-run", *folders],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=cli_env(),
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"Would sync {len(jobs)} run(s)" in done.stdout + done.stderr

@@ -1,4 +1,5 @@
-"""Optuna search (resumable) and the submitit_local launcher, run for real on tiny configs."""
+"""Optuna search (resumable, config-checked, trial numbers, best trial) and the submitit_local
+launcher, run for real on tiny configs."""
 
 from __future__ import annotations
 
@@ -17,30 +18,72 @@ def _sweeps(root: Path) -> list[Path]:
     return sorted((root / "logs" / "train" / "multiruns").glob("*"))
 
 
-def test_optuna_search_optimises_the_best_checkpoint_metric_and_resumes(workdir: Path):
-    args = ["-m", "hparams_search=optuna", *TINY]
-    first = run_cli("research-train", *args, "hydra.sweeper.n_trials=2", cwd=workdir)
-    assert first.returncode == 0, first.stderr[-2000:]
-    second = run_cli("research-train", *args, "hydra.sweeper.n_trials=3", cwd=workdir)
-    assert second.returncode == 0, second.stderr[-2000:]
-    assert "sweep: 1/1 jobs completed" in second.stdout  # resumed: one trial was missing
+def _study(root: Path) -> optuna.Study:
+    (db,) = (root / "logs" / "optuna").glob("*.db")
+    return optuna.load_study(study_name=db.stem, storage=f"sqlite:///{db}")
 
-    (db,) = (workdir / "logs" / "optuna").glob("*.db")
-    study = optuna.load_study(study_name=db.stem, storage=f"sqlite:///{db}")
-    assert len(study.trials) == 3 and study.direction.name == "MAXIMIZE"
-    scores = [
-        json.loads(p.read_text())["best"]["val/acc"]
-        for sweep in _sweeps(workdir)
-        for p in sweep.glob("*/metrics.json")
-    ]
-    assert sorted(t.value for t in study.trials) == sorted(scores)
+
+def test_optuna_search_resumes_without_repeating_trials_and_checks_its_config(workdir: Path):
+    args = ["-m", "hparams_search=optuna", *TINY]
+    first = run_cli("research-train", *args, "hydra.sweeper.n_trials=3", cwd=workdir)
+    assert first.returncode == 0, first.stderr[-2000:]
+    # The search stopped at 3 trials; the same command with a larger budget resumes it, now
+    # with a pruner: each trial reports its monitored val/acc per epoch to the study.
+    more = ["hydra.sweeper.n_trials=6", "hydra.sweeper.pruner.name=median"]
+    second = run_cli("research-train", *args, *more, cwd=workdir)
+    assert second.returncode == 0, second.stderr[-2000:]
+    summary = json.loads((_sweeps(workdir)[-1] / "sweep_summary.json").read_text())
+    assert summary["jobs"] == 3 and summary["completed"] + summary["pruned"] == 3
+
+    study = _study(workdir)
+    assert len(study.trials) == 6 and study.direction.name == "MAXIMIZE"
+    # A continuous space: a repeated draw would mean the sampler replayed its stream.
+    lrs = [t.params["optimizer.lr"] for t in study.trials]
+    assert len(set(lrs)) == 6, lrs
+    runs = [json.loads(p.read_text()) for s in _sweeps(workdir) for p in s.glob("*/metrics.json")]
+    assert sorted(r["trial"] for r in runs) == list(range(6))
+    by_trial = {r["trial"]: r for r in runs}
+    for trial in study.trials:
+        run = by_trial[trial.number]
+        assert run["overrides"][-1] == f"trial={trial.number}"
+        # The pruner (resumed part only) hears val/acc after the one epoch, and may stop it.
+        assert list(trial.intermediate_values) == ([0] if trial.number >= 3 else [])
+        if trial.state == optuna.trial.TrialState.PRUNED:
+            assert trial.number >= 3 and run["status"] == "pruned"
+        else:
+            assert trial.state == optuna.trial.TrialState.COMPLETE and run["status"] == "completed"
+            assert trial.value == run["best"]["val/acc"]
+
+    best = study.best_trial
     results = yaml.safe_load((_sweeps(workdir)[-1] / "optimization_results.yaml").read_text())
-    assert results["best_value"] == max(scores)
-    assert set(results["best_params"]) == {
-        "optimizer.lr",
-        "model.net.dropout",
-        "optimizer.weight_decay",
-    }
+    assert results["best_trial"] == best.number and results["best_value"] == best.value
+    assert Path(results["run_dir"]) == Path(by_trial[best.number]["run_dir"])
+    assert f"best trial {best.number} of study 'train_cnn_digits'" in second.stdout
+    assert f"run dir: {results['run_dir']}; W&B run id: None" in second.stdout
+
+    # Another non-searched config may not join the study.
+    other = [a if a != "trainer.max_epochs=1" else "trainer.max_epochs=2" for a in args]
+    third = run_cli("research-train", *other, "hydra.sweeper.n_trials=7", cwd=workdir)
+    assert third.returncode == 2  # a config mistake, as for any other
+    (line,) = [ln for ln in third.stderr.splitlines() if "hparams_search: error" in ln]
+    assert "was run with another config: trainer.max_epochs (study: 1, now: 2)" in line
+    assert len(_study(workdir).trials) == 6
+
+
+def test_fast_dev_run_in_a_search_is_an_objective_not_a_traceback(workdir: Path):
+    done = run_cli(
+        "research-train",
+        "-m",
+        "hparams_search=optuna",
+        "debug=fdr",
+        "hydra.sweeper.n_trials=1",
+        "hydra.sweeper.params={optimizer.lr: 'interval(0.001, 0.01)'}",
+        cwd=workdir,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr and "Record does not exist" not in done.stderr
+    (trial,) = _study(workdir).trials
+    assert trial.state.name == "COMPLETE" and 0 <= trial.value <= 1
 
 
 def test_submitit_local_runs_jobs_as_separate_processes(workdir: Path):
@@ -49,7 +92,7 @@ def test_submitit_local_runs_jobs_as_separate_processes(workdir: Path):
     )
     assert done.returncode == 0, done.stderr[-2000:]
     (sweep,) = _sweeps(workdir)
-    statuses = [json.loads(p.read_text())["status"] for p in sorted(sweep.glob("*/metrics.json"))]
-    assert statuses == ["completed", "completed"]
+    statuses = [json.loads(p.read_text()) for p in sorted(sweep.glob("*/metrics.json"))]
+    assert [s["status"] for s in statuses] == ["completed", "completed"]
     logs = list((sweep / ".submitit").rglob("*_log.out"))
     assert len(logs) == 2, "each job ran in its own submitit process"

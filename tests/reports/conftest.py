@@ -31,7 +31,8 @@ def write_run(
     """A run dir as research-train leaves it; returns its metrics.json payload."""
     rng = np.random.default_rng([seed, zlib.crc32(run_dir.name.encode())])
     run_dir.mkdir(parents=True)
-    config_hash = "".join(rng.choice(list("0123456789abcdef"), 12))
+    config = {o.split("=")[0]: o.split("=")[1] for o in overrides if not o.startswith("seed=")}
+    config_hash = f"{zlib.crc32(json.dumps(config, sort_keys=True).encode()):012x}"
     history = []
     for epoch in range(EPOCHS if status == "completed" else 2):
         history.append(
@@ -59,7 +60,7 @@ def write_run(
         "experiment": None,
         "variant": variant,
         "overrides": overrides,
-        "config": {"seed": seed},
+        "config": {**config, "seed": seed},
         "monitor": "val/acc",
         "mode": "max",
         "best": {**max(history, key=lambda r: r["val/acc"]), "checkpoint": "checkpoints/best.ckpt"},

@@ -28,9 +28,9 @@ def test_writes_tables_and_plots(report: Report):
         "curve_val-acc.png",
         "curve_val-loss.png",
         "curve_train-loss.png",
-        "bar_final.test-acc.png",
-        "bar_final.test-loss.png",
-        "bar_best.val-acc.png",
+        "points_final.test-acc.png",
+        "points_final.test-loss.png",
+        "points_best.val-acc.png",
     }
     assert {n for n in names if n.endswith(".png")} == expected_plots
     for path in report.files:

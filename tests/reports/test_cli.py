@@ -57,6 +57,17 @@ def test_no_runs_and_unknown_metric_are_one_line_errors(runs_folder: Path, tmp_p
     assert "unknown metric 'x'" in _error_line(capsys)
 
 
+def test_baseline_and_where_options(runs_folder: Path, tmp_path: Path, capsys):
+    out = ["--out", str(tmp_path / "o"), "--metric", "test/acc"]
+    assert main([str(runs_folder), *out, "--baseline", "wide", "--where", "seed=0"]) == 0
+    table = capsys.readouterr().out
+    assert "| wide (baseline) | 1 | 0 | 0 |" in table and "Against the baseline `wide`" in table
+    assert main([str(runs_folder), *out, "--baseline", "narrow"]) == 2
+    assert "--baseline 'narrow' is not a variant of these runs; variants: " in _error_line(capsys)
+    assert main([str(runs_folder), *out, "--where", "seed=9"]) == 2
+    assert "--where seed=9 matches no run; its values: " in _error_line(capsys)
+
+
 def test_usage_errors_exit_2(runs_folder: Path, capsys):
     with pytest.raises(SystemExit) as exit_info:
         main([str(runs_folder), "--band", "iqr"])
@@ -69,10 +80,9 @@ def test_an_ablation_name_is_looked_up_in_the_log_dir(
     monkeypatch.setenv("RESEARCH_LOG_DIR", str(runs_folder))
     monkeypatch.chdir(tmp_path)
     assert main(["widths", "--out", str(tmp_path / "out")]) == 0
-    rows = [
-        ln.split(" | ")[0] for ln in capsys.readouterr().out.splitlines()[2:] if ln.startswith("|")
-    ]
-    assert rows == ["| single", "| wide"]
+    first_table = capsys.readouterr().out.split("\n\n")[0]
+    rows = [ln.split(" | ")[0] for ln in first_table.splitlines()[2:] if ln.startswith("|")]
+    assert rows == ["| single (baseline)", "| wide"]
 
 
 def test_wandb_offline_logs_the_table(runs_folder: Path, tmp_path: Path, monkeypatch, capsys):

@@ -8,38 +8,51 @@ and tells Optuna each job's return value: the best checkpoint's monitored metric
 continues it up to `n_trials` finished trials (trials left running by a crash are marked failed).
 
 Search spaces use Hydra's sweep syntax: `choice(a, b)`, `range(1, 8)`, `interval(0.0, 0.5)`,
-`tag(log, interval(1e-4, 1e-1))`.
+`tag(log, interval(1e-4, 1e-1))`. The sampler and pruner come from config (study.py); a resumed
+study draws new trials (its sampler seed differs per resume) and refuses a changed non-searched
+config. Each job gets `trial=<number>` (metrics.json, W&B config, run name); the job reports its
+`val/*` monitor per epoch to the study when a pruner is set. At the end the best trial is printed
+with its run dir and W&B id.
 """
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
-from hydra.core.override_parser.overrides_parser import OverridesParser
-from hydra.core.override_parser.types import ChoiceSweep, IntervalSweep, RangeSweep
-from omegaconf import OmegaConf
+from hydra.core.override_parser.types import ChoiceSweep, RangeSweep
+from omegaconf import DictConfig, OmegaConf
 
 from hydra_plugins.research_sweeper.base import LaunchingSweeper
+from hydra_plugins.research_sweeper.study import (
+    build_pruner,
+    build_sampler,
+    check_identity,
+    resume_seed,
+    study_config,
+    sweep_of,
+)
+from research.config.errors import ConfigError
 
 
 def _suggest(trial: Any, name: str, spec: str) -> Any:
     """One override value from a Hydra sweep expression."""
-    override = OverridesParser.create().parse_override(f"{name}={spec}")
-    sweep = override.value()
+    sweep = sweep_of(name, spec)
     if isinstance(sweep, ChoiceSweep):
         return trial.suggest_categorical(name, list(sweep.list))
     if isinstance(sweep, RangeSweep):
         return trial.suggest_int(name, int(sweep.start), int(sweep.stop) - 1, step=int(sweep.step))
-    if isinstance(sweep, IntervalSweep):
-        log = "log" in sweep.tags
-        if isinstance(sweep.start, int) and isinstance(sweep.end, int):
-            return trial.suggest_int(name, sweep.start, sweep.end, log=log)
-        return trial.suggest_float(name, float(sweep.start), float(sweep.end), log=log)
-    raise ValueError(
-        f"hparams_search param {name}={spec} is not a search space; use choice(...), "
-        "range(...), interval(...) or tag(log, interval(...))"
-    )
+    log = "log" in sweep.tags
+    if isinstance(sweep.start, int) and isinstance(sweep.end, int):
+        return trial.suggest_int(name, sweep.start, sweep.end, log=log)
+    return trial.suggest_float(name, float(sweep.start), float(sweep.end), log=log)
+
+
+def _plain(node: Any) -> dict[str, Any]:
+    if isinstance(node, DictConfig):
+        return OmegaConf.to_container(node, resolve=True)  # type: ignore[return-value]
+    return dict(node or {})
 
 
 class OptunaStudySweeper(LaunchingSweeper):
@@ -52,53 +65,139 @@ class OptunaStudySweeper(LaunchingSweeper):
         n_jobs: int = 1,
         seed: int | None = None,
         params: dict[str, str] | None = None,
+        sampler: Any = None,
+        pruner: Any = None,
     ) -> None:
         self.study_name, self.storage, self.direction = study_name, storage, direction
         self.n_trials, self.n_jobs, self.seed = n_trials, n_jobs, seed
         self.params = dict(params or {})
+        self.sampler_cfg, self.pruner_cfg = _plain(sampler), _plain(pruner)
 
     def _study(self) -> Any:
+        """Create or load the study, fail its trials left running by a crash, check its config
+        and give it a sampler seeded for this (re)start."""
         import optuna
+
+        from research.config.validate import resolve
 
         if self.storage and self.storage.startswith("sqlite:///"):
             Path(self.storage.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+        seed = self.sampler_cfg.get("seed")
+        seed = self.seed if seed is None else seed
         study = optuna.create_study(
             study_name=self.study_name,
             storage=self.storage,
             direction=self.direction,
-            sampler=optuna.samplers.TPESampler(seed=self.seed),
+            pruner=build_pruner(self.pruner_cfg),
             load_if_exists=True,
         )
+        assert self.config is not None
+        config = study_config(resolve(self.config), list(self.params))
+        check_identity(study, config, self.storage or "memory")
         for stale in study.get_trials(states=(optuna.trial.TrialState.RUNNING,)):
             study.tell(stale.number, state=optuna.trial.TrialState.FAIL)
+        study.sampler = build_sampler(
+            self.sampler_cfg, self.params, resume_seed(seed, len(study.trials))
+        )
         return study
 
     def sweep(self, arguments: list[str]) -> Any:
+        try:
+            self._search(arguments)
+        except ConfigError as err:
+            # One line and exit status 2, as for any config mistake; no job has run.
+            print(f"hparams_search: error: {err}", file=sys.stderr)
+            raise SystemExit(2) from None
+        return None
+
+    def _search(self, arguments: list[str]) -> None:
         import optuna
 
         assert self.launcher is not None
         sweep_dir = self.prepare_sweep_dir()
         study = self._study()
-        finished = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.FAIL)
+        finished = (
+            optuna.trial.TrialState.COMPLETE,
+            optuna.trial.TrialState.FAIL,
+            optuna.trial.TrialState.PRUNED,
+        )
         job_index = 0
         while (done := len(study.get_trials(states=finished))) < self.n_trials:
             trials = [study.ask() for _ in range(min(self.n_jobs, self.n_trials - done))]
             batch = [
-                [*arguments, *(f"{k}={_suggest(t, k, v)}" for k, v in self.params.items())]
+                [
+                    *arguments,
+                    *(f"{k}={_suggest(t, k, v)}" for k, v in self.params.items()),
+                    f"trial={t.number}",
+                ]
                 for t in trials
             ]
             self.validate_batch_is_legal(batch)
             returns = self.launcher.launch(batch, initial_job_idx=job_index)
             job_index += len(batch)
             for trial, job in zip(trials, returns, strict=True):
-                value = job._return_value  # noqa: SLF001 - None when the run failed
-                if value is None:
-                    study.tell(trial, state=optuna.trial.TrialState.FAIL)
-                else:
-                    study.tell(trial, float(value))
+                self._tell(study, trial, job)
+        self._report_best(study, sweep_dir)
+
+    def _tell(self, study: Any, trial: Any, job: Any) -> None:
+        """Record a finished job in the study: its value, or pruned / failed."""
+        import optuna
+
+        from research.tracking.run_dir import read_metrics
+
+        output_dir = OmegaConf.select(job.hydra_cfg or {}, "hydra.runtime.output_dir")
+        run_dir = Path(output_dir) if output_dir else None
+        if run_dir is not None:
+            trial.set_user_attr("run_dir", str(run_dir))
+        status = (read_metrics(run_dir) or {}).get("status") if run_dir else None
+        value = job._return_value  # noqa: SLF001 - None when the run failed
+        if status == "pruned":
+            study.tell(trial, state=optuna.trial.TrialState.PRUNED)
+        elif value is None:
+            study.tell(trial, state=optuna.trial.TrialState.FAIL)
+        else:
+            study.tell(trial, float(value))
+
+    def _report_best(self, study: Any, sweep_dir: Path) -> None:
+        """Print the best trial with its run dir and W&B id, and save it; without a completed
+        trial say why instead."""
+        import optuna
+
+        from research.tracking.run_dir import read_metrics
+
+        complete = study.get_trials(states=(optuna.trial.TrialState.COMPLETE,))
+        if not complete:
+            print(
+                f"hparams_search: error: no trial of study {study.study_name!r} produced an "
+                f"objective ({len(study.trials)} trials, none completed with a value); a run "
+                "returns its best checkpoint's monitored metric, so keep checkpointing on (no "
+                "debug=fdr / trainer.fast_dev_run) and see the trials' metrics.json",
+                file=sys.stderr,
+            )  # the failed trials make the exit status 1 (sweep_summary.json)
+            return
         best = study.best_trial
+        run_dir = best.user_attrs.get("run_dir")
+        wandb_id = (
+            ((read_metrics(Path(run_dir)) or {}).get("wandb") or {}).get("run_id")
+            if run_dir
+            else None
+        )
         OmegaConf.save(
-            OmegaConf.create({"best_value": best.value, "best_params": best.params}),
+            OmegaConf.create(
+                {
+                    "best_trial": best.number,
+                    "best_value": best.value,
+                    "best_params": best.params,
+                    "run_dir": run_dir,
+                    "wandb_run_id": wandb_id,
+                }
+            ),
             sweep_dir / "optimization_results.yaml",
         )
-        return None
+        params = ", ".join(
+            f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in best.params.items()
+        )
+        print(
+            f"best trial {best.number} of study {study.study_name!r}: {best.value:.6g} "
+            f"({params}); run dir: {run_dir}; W&B run id: {wandb_id}"
+        )

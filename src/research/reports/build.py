@@ -1,18 +1,32 @@
-"""Writing a report folder: report.md, report.csv (per variant), runs.csv (per run) and PNGs."""
+"""Writing a report folder: report.md, report.csv (per variant), runs.csv (per run) and PNGs.
+
+report.md holds the per-variant table (mean ± std [CI]), the comparison against the baseline
+variant, and for a factorial ablation the main effect of each axis.
+"""
 
 from __future__ import annotations
 
 import re
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
+from research.reports.baseline import choose_baseline, comparison_markdown, comparisons
+from research.reports.effects import effects_markdown
 from research.reports.errors import RunsWarning
 from research.reports.metrics import default_metrics, directions, resolve_metric
-from research.reports.plots import check_band, curve_metrics, plot_bars, plot_curves, save_figure
-from research.reports.runs import STATUSES, load_histories, load_runs
+from research.reports.plots import (
+    check_band,
+    curve_metrics,
+    plot_curves,
+    plot_points,
+    save_figure,
+)
+from research.reports.runs import STATUSES, load_histories, load_runs, order_variants
+from research.reports.stats import Comparison
 from research.reports.tables import summarize, to_markdown
 
 
@@ -25,20 +39,23 @@ class Report:
     metrics: list[str]
     runs: pd.DataFrame  # one row per run (runs.csv)
     table: pd.DataFrame  # one row per variant (report.csv)
-    markdown: str  # the table with its legend
+    markdown: str  # the tables with their legends
     files: list[Path]
     warnings: list[str]
+    baseline: str | None = None
+    comparisons: dict[str, list[Comparison]] = field(default_factory=dict)
 
 
 def _slug(metric: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", metric)
 
 
-def _load(source: Path) -> tuple[pd.DataFrame, list[str]]:
-    """The runs, and the warnings about runs that are counted but could not be read."""
+def _load(source: Path, where: list[str] | None) -> tuple[pd.DataFrame, list[str]]:
+    """The runs, and the warnings about runs that are counted but could not be read or that
+    were split from their variant."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", RunsWarning)
-        runs = load_runs(source)
+        runs = load_runs(source, where)
     notes = []
     for item in caught:
         if issubclass(item.category, RunsWarning):
@@ -71,7 +88,8 @@ def _not_completed(runs: pd.DataFrame, source: Path) -> list[str]:
 
 def _document(report: Report, plots: list[Path]) -> str:
     counts = report.runs["status"].value_counts()
-    tally = ", ".join(f"{counts.get(s, 0)} {s}" for s in STATUSES)
+    shown = [s for s in STATUSES if s != "pruned" or counts.get(s, 0)]
+    tally = ", ".join(f"{counts.get(s, 0)} {s}" for s in shown)
     lines = [
         f"# Report: {report.source.name}",
         "",
@@ -87,32 +105,61 @@ def _document(report: Report, plots: list[Path]) -> str:
     return "\n".join(lines)
 
 
+def analyse(
+    source: Path,
+    metrics: list[str] | None = None,
+    *,
+    direction: dict[str, str] | None = None,
+    where: list[str] | None = None,
+    baseline: str | None = None,
+    ablation: dict[str, Any] | None = None,
+    out_dir: Path | None = None,
+) -> Report:
+    """Read the runs under `source` and compute the tables, writing nothing (the notebook's
+    entry: always from the run dirs, never from an earlier report's files).
+
+    `metrics` defaults to every `final.test/*` metric plus `best.<monitor>`; `direction` sets
+    which way a metric is better (metric -> 'max'/'min') where its name does not tell; `where`
+    keeps runs by config value (["trainer.max_epochs=10"]); `baseline` names the variant the
+    others are compared with (default: the `ablation` file's `baseline`, else "default", else
+    the first variant); the ablation file's `axes` add a main-effect table.
+    """
+    source = Path(source).resolve()
+    runs, notes = _load(source, where)
+    chosen = [resolve_metric(runs, m) for m in metrics] if metrics else default_metrics(runs)
+    chosen = list(dict.fromkeys(chosen))
+    ways = directions(runs, chosen, direction)
+    table = summarize(runs, chosen)
+    spec = ablation or {}
+    variants = order_variants(runs["variant"])
+    base = choose_baseline(variants, baseline, spec.get("baseline"))
+    found = comparisons(runs, chosen, ways, base, variants) if base else {}
+    markdown = to_markdown(table, chosen, ways, found, base)
+    if base:
+        markdown += "\n" + comparison_markdown(found, base)
+    if spec.get("axes"):
+        axes = {str(a): [str(level) for level in levels] for a, levels in spec["axes"].items()}
+        markdown += "\n" + effects_markdown(table, chosen, axes)
+    out = Path(out_dir) if out_dir else source / "report"
+    return Report(source, out, chosen, runs, table, markdown, [], notes, base, found)
+
+
 def build_report(
     source: Path,
     out_dir: Path,
     metrics: list[str] | None = None,
     *,
-    direction: dict[str, str] | None = None,
     band: str = "std",
     x: str = "epoch",
+    **options: Any,
 ) -> Report:
-    """Aggregate the runs under `source` per variant and write the report into `out_dir`.
-
-    `metrics` defaults to every `final.test/*` metric plus `best.<monitor>`; `direction` sets
-    which way a metric is better (metric -> 'max'/'min') where its name does not tell; `band` is
-    the curves' shaded band ('std' or 'minmax') and `x` their axis ('epoch' or 'step').
-    """
+    """`analyse` the runs under `source` and write the report into `out_dir`; `band` is the
+    curves' shaded band ('std' or 'minmax') and `x` their axis ('epoch' or 'step'); `options`
+    are `analyse`'s (direction, where, baseline, ablation)."""
     check_band(band)
-    source, out_dir = Path(source).resolve(), Path(out_dir)
-    runs, notes = _load(source)
-    chosen = [resolve_metric(runs, m) for m in metrics] if metrics else default_metrics(runs)
-    chosen = list(dict.fromkeys(chosen))
-    ways = directions(runs, chosen, direction)
-    table = summarize(runs, chosen)
+    report = analyse(source, metrics, out_dir=out_dir, **options)
+    out_dir, runs, table, chosen = report.out_dir, report.runs, report.table, report.metrics
     out_dir.mkdir(parents=True, exist_ok=True)
-    report = Report(
-        source, out_dir, chosen, runs, table, to_markdown(table, chosen, ways), [], notes
-    )
     runs.to_csv(out_dir / "runs.csv", index=False)
     table.to_csv(out_dir / "report.csv")
     histories = load_histories(runs)
@@ -121,7 +168,7 @@ def build_report(
         for m in curve_metrics(chosen, histories)
     ]
     plots += [
-        save_figure(plot_bars(table, m), out_dir / f"bar_{_slug(m)}.png")
+        save_figure(plot_points(runs, table, m), out_dir / f"points_{_slug(m)}.png")
         for m in chosen
         if table[f"{m} n"].sum() > 0
     ]

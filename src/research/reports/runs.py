@@ -17,11 +17,13 @@ from typing import Any
 import pandas as pd
 import yaml
 
+from research.reports import consistency
 from research.reports.errors import ReportError, RunsWarning
-from research.tracking.identity import affects_result
+from research.tracking.naming import meaningful_overrides
 from research.tracking.run_dir import METRICS_FILE, STARTED_FILE, read_history
 
-STATUSES = ("completed", "failed", "diverged")
+# "pruned": a search trial its study's pruner stopped (left out of the means like a failure).
+STATUSES = ("completed", "failed", "diverged", "pruned")
 _RUN_ID = re.compile(r"^(?P<hash>[0-9a-f]+)-s(?P<seed>-?\d+)$")
 _WANDB_FIELDS = ("project", "group", "mode", "run_id")
 
@@ -43,15 +45,12 @@ def variant_of(metrics: dict[str, Any]) -> str:
     overrides, sorted and joined with ","; "default" when nothing is left."""
     if metrics.get("variant"):
         return str(metrics["variant"])
-    kept = []
-    for override in metrics.get("overrides") or []:
-        text = str(override).lstrip("+")
-        key, _, value = text.partition("=")
+    overrides = metrics.get("overrides") or []
+    for text in overrides:
+        key, _, value = str(text).lstrip("+").partition("=")
         if key == "variant" and value:
             return value
-        if affects_result(key.lstrip("~")):
-            kept.append(text)
-    return ",".join(sorted(kept)) or "default"
+    return ",".join(sorted(meaningful_overrides(overrides))) or "default"
 
 
 def _number(value: Any) -> float | None:
@@ -109,8 +108,7 @@ def _read_run(run_dir: Path) -> dict[str, Any]:
     return metrics
 
 
-def _row(run_dir: Path) -> dict[str, Any]:
-    metrics = _read_run(run_dir)
+def _row(run_dir: Path, metrics: dict[str, Any]) -> dict[str, Any]:
     wandb = dict(metrics["wandb"]) if isinstance(metrics.get("wandb"), dict) else {}
     config = metrics["config"] if isinstance(metrics.get("config"), dict) else {}
     wandb["group"] = wandb.get("group") or config.get("group")  # set even when W&B was off
@@ -166,8 +164,11 @@ def _newest_attempts(runs: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([kept, ranked[~keyed]])
 
 
-def load_runs(source: Path) -> pd.DataFrame:
-    """One row per run under `source`: identity columns, `final.<metric>` and `best.<metric>`."""
+def load_runs(source: Path, where: list[str] | None = None) -> pd.DataFrame:
+    """One row per run under `source`: identity columns, `final.<metric>` and `best.<metric>`.
+
+    `where` (["trainer.max_epochs=10", ...]) keeps the runs whose config has those values; a
+    variant holding runs of different configs is split per config, with a RunsWarning."""
     source = Path(source)
     if not source.is_dir():
         raise ReportError(f"{source} is not a folder; pass a folder of run dirs")
@@ -176,7 +177,12 @@ def load_runs(source: Path) -> pd.DataFrame:
         raise ReportError(
             f"no runs under {source}: a run dir holds {METRICS_FILE} (searched at any depth)"
         )
-    runs = _newest_attempts(pd.DataFrame([_row(d) for d in dirs]))
+    records = consistency.where([(d, _read_run(d)) for d in dirs], where or [])
+    runs = _newest_attempts(pd.DataFrame([_row(d, m) for d, m in records]))
+    configs = {str(d.resolve()): m.get("config") for d, m in records}
+    runs, notes = consistency.split_inconsistent(runs, configs)
+    for note in notes:
+        warnings.warn(note, RunsWarning, stacklevel=2)
     runs["seed"] = pd.array(runs["seed"], dtype="Int64")
     return runs.sort_values(["variant", "seed", "run_dir"]).reset_index(drop=True)
 

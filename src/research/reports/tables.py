@@ -1,8 +1,10 @@
-"""Per-variant aggregation over seeds, and its Markdown table with the best variant in bold.
+"""Per-variant aggregation over seeds, and its Markdown table.
 
-Means and sample standard deviations (ddof=1) use completed runs only; failed and diverged runs
-are counted in their own columns, so a variant that often breaks cannot look good by its
-survivors alone without the table saying so.
+Means, sample standard deviations (ddof=1) and bootstrap CIs of the mean use completed runs only;
+failed and diverged runs are counted in their own columns, so a variant that often breaks cannot
+look good by its survivors alone without the table saying so. A cell is bold only when the
+variant beats the baseline beyond noise (`research.reports.stats`), never for the best mean
+alone: with a few seeds the best mean is often a tie within noise.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import math
 import pandas as pd
 
 from research.reports.runs import STATUSES, order_variants
+from research.reports.stats import CONFIDENCE, Comparison, mean_ci
 
 _ARROWS = {"max": " ↑", "min": " ↓", None: ""}
 _NONE = "–"
@@ -19,7 +22,8 @@ _NONE = "–"
 
 def summarize(runs: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
     """One row per variant ("default" first): n (completed runs), failed, diverged, and per
-    metric `<metric> mean`, `<metric> std` and `<metric> n` (completed runs with a value)."""
+    metric `<metric> mean`, `<metric> std`, `<metric> n` (completed runs with a value) and the
+    bootstrap CI of the mean, `<metric> ci_low` / `<metric> ci_high`."""
     variants = order_variants(runs["variant"])
     counts = pd.crosstab(runs["variant"], runs["status"])
     counts = counts.reindex(index=variants, columns=list(STATUSES), fill_value=0)
@@ -31,11 +35,14 @@ def summarize(runs: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
         table[f"{metric} mean"] = done[metric].mean().astype(float)
         table[f"{metric} std"] = done[metric].std(ddof=1).astype(float)
         table[f"{metric} n"] = done[metric].count().reindex(variants, fill_value=0)
+        cis = {v: mean_ci(x.dropna().to_numpy()) for v, x in done[metric]}
+        table[f"{metric} ci_low"] = pd.Series({v: c[0] for v, c in cis.items()}, dtype=float)
+        table[f"{metric} ci_high"] = pd.Series({v: c[1] for v, c in cis.items()}, dtype=float)
     table.index.name = "variant"
     return table
 
 
-def _decimals(mean: float, std: float) -> int:
+def decimals(mean: float, std: float) -> int:
     """Two significant digits of the std, the mean to the same place; four of the mean when
     there is no spread to go by."""
     if math.isfinite(std) and std > 0:
@@ -47,45 +54,60 @@ def _decimals(mean: float, std: float) -> int:
     return min(max(places, 0), 8)
 
 
-def format_mean_std(mean: float, std: float) -> str:
-    """`0.971 ± 0.012`; `0.9712 ± –` when a single run gives no std; `–` with no value."""
+def format_mean_std(mean: float, std: float, low: float = math.nan, high: float = math.nan) -> str:
+    """`0.971 ± 0.012 [0.960, 0.980]` (with a CI); `0.9712 ± –` when a single run gives no
+    std; `–` with no value."""
     if math.isnan(mean):
         return _NONE
-    places = _decimals(mean, std)
+    places = decimals(mean, std)
     spread = f"{std:.{places}f}" if not math.isnan(std) else _NONE
-    return f"{mean:.{places}f} ± {spread}"
+    text = f"{mean:.{places}f} ± {spread}"
+    if not (math.isnan(low) or math.isnan(high)):
+        text += f" [{low:.{places}f}, {high:.{places}f}]"
+    return text
 
 
-def best_variants(table: pd.DataFrame, metric: str, direction: str | None) -> set[str]:
-    """The variants whose mean is the best (ties all win); none when the direction is unknown
-    or fewer than two variants have a value."""
-    means = table[f"{metric} mean"].dropna()
-    if direction is None or len(means) < 2:
-        return set()
-    target = means.max() if direction == "max" else means.min()
-    return set(means.index[means == target])
+def signed(value: float, places: int) -> str:
+    """`+0.012` / `−0.004` (a true minus sign, as in a typeset table)."""
+    return f"{value:+.{places}f}".replace("-", "−")
 
 
-def to_markdown(table: pd.DataFrame, metrics: list[str], directions: dict[str, str | None]) -> str:
-    """A GitHub-flavoured table of `summarize`'s output, with a legend under it."""
+def better_variants(comparisons: list[Comparison]) -> set[str]:
+    """The variants better than the baseline beyond noise."""
+    return {c.variant for c in comparisons if c.verdict == "better"}
+
+
+def to_markdown(
+    table: pd.DataFrame,
+    metrics: list[str],
+    directions: dict[str, str | None],
+    comparisons: dict[str, list[Comparison]] | None = None,
+    baseline: str | None = None,
+) -> str:
+    """A GitHub-flavoured table of `summarize`'s output, with a legend under it; a cell is bold
+    when `comparisons` (metric -> comparisons against `baseline`) say it is better."""
     header = ["variant", "n", "failed", "diverged", *(m + _ARROWS[directions[m]] for m in metrics)]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * 4 + "---:|" * len(metrics)]
-    best = {m: best_variants(table, m, directions[m]) for m in metrics}
+    best = {m: better_variants((comparisons or {}).get(m, [])) for m in metrics}
     for variant, row in table.astype(object).iterrows():  # object: counts stay ints
+        name = str(variant).replace("|", "\\|")
         cells = [
-            str(variant).replace("|", "\\|"),
+            f"{name} (baseline)" if variant == baseline else name,
             *(str(row[c]) for c in ("n", "failed", "diverged")),
         ]
         for metric in metrics:
-            text = format_mean_std(row[f"{metric} mean"], row[f"{metric} std"])
+            text = format_mean_std(
+                *(row[f"{metric} {part}"] for part in ("mean", "std", "ci_low", "ci_high"))
+            )
             if 0 < row[f"{metric} n"] < row["n"]:
                 text += f" (n={row[f'{metric} n']})"
             cells.append(f"**{text}**" if variant in best[metric] else text)
         lines.append("| " + " | ".join(cells) + " |")
     legend = [
         "",
-        f"mean ± sample std (ddof=1) over each variant's completed runs; n = completed runs; "
-        f"{_NONE} = no value (a std needs n ≥ 2); **bold** = best mean per metric "
+        f"mean ± sample std (ddof=1) [{CONFIDENCE:.0%} bootstrap CI of the mean] over each "
+        f"variant's completed runs; n = completed runs; {_NONE} = no value (a std and a CI "
+        "need n ≥ 2); **bold** = better than the baseline beyond noise (the table below) "
         "(↑ higher is better, ↓ lower is better).",
     ]
     unknown = [m for m in metrics if directions[m] is None]

@@ -13,10 +13,10 @@ from typing import Any
 
 # Top-level keys and groups that say where, how or under which name a run is launched, watched or
 # resumed, not what it computes: left out of the config hash, and never a reason to split a
-# report's variant.
+# report's variant. `trial` is a search's trial number; its parameters are overrides of their own.
 NOT_IDENTITY = frozenset(
     {"seed", "ckpt_path", "paths", "logger", "tags", "task_name", "hydra", "variant", "group"}
-    | {"launcher"}
+    | {"launcher", "trial", "hparams_search"}
 )
 # Keys inside a group with the same role.
 NOT_IDENTITY_NESTED = {
@@ -60,8 +60,19 @@ def _without_cluster(plugins: Any) -> Any:
     return kept or None
 
 
-def config_hash(resolved: dict[str, Any]) -> str:
-    """12 hex digits over the resolved config minus bookkeeping keys and the run seed."""
+def flatten(node: Any, at: str = "") -> dict[str, Any]:
+    """{'optimizer.lr': 0.1, ...}: the leaves of nested dicts under dotted keys."""
+    if not isinstance(node, dict):
+        return {at: node}
+    flat: dict[str, Any] = {}
+    for key, value in node.items():
+        flat.update(flatten(value, f"{at}.{key}" if at else str(key)))
+    return flat
+
+
+def identity_content(resolved: dict[str, Any]) -> dict[str, Any]:
+    """The part of a resolved config that determines a run's result: minus bookkeeping keys
+    and the run seed. Two runs with equal content are the same experiment."""
     content = {
         k: _without_run_seed(v, resolved.get("seed"))
         for k, v in resolved.items()
@@ -74,7 +85,12 @@ def config_hash(resolved: dict[str, Any]) -> str:
         trainer = dict(content["trainer"])
         plugins = _without_cluster(trainer.pop("plugins", None))
         content["trainer"] = {**trainer, **({"plugins": plugins} if plugins else {})}
-    text = json.dumps(content, sort_keys=True, default=str)
+    return content
+
+
+def config_hash(resolved: dict[str, Any]) -> str:
+    """12 hex digits over the resolved config minus bookkeeping keys and the run seed."""
+    text = json.dumps(identity_content(resolved), sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 

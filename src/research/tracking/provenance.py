@@ -34,10 +34,12 @@ def _git(args: list[str], cwd: Path) -> str | None:
 
 
 def git_state(path: Path | None = None) -> dict[str, Any]:
-    """Commit and dirtiness of the checkout holding this package (None outside a git checkout)."""
+    """Commit and dirtiness (modified or untracked files, ignored ones aside) of the checkout
+    holding this package (None outside a git checkout)."""
     cwd = path or Path(__file__).resolve().parent
     commit = _git(["rev-parse", "HEAD"], cwd)
-    status = _git(["status", "--porcelain", "--untracked-files=no"], cwd) if commit else None
+    # Untracked files count: a new module that is not committed yet changes results too.
+    status = _git(["status", "--porcelain"], cwd) if commit else None
     return {"commit": commit, "dirty": bool(status) if status is not None else None}
 
 

@@ -6,6 +6,7 @@ silently missing from a table.
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -45,6 +46,7 @@ class RunRecord:
     def provenance(self) -> dict[str, Any]:
         """The non-config facts W&B logs next to the config."""
         return {
+            "command": os.environ.get("RESEARCH_COMMAND"),
             "overrides": self.overrides,
             "run_id": self.run_id,
             "config_hash": self.config_hash,
@@ -62,6 +64,8 @@ class RunRecord:
             "task_name": self.config.get("task_name"),
             "experiment": self.config.get("experiment"),
             "variant": self.config.get("variant"),
+            "trial": self.config.get("trial"),
+            "command": os.environ.get("RESEARCH_COMMAND"),
             "overrides": self.overrides,
             "monitor": None,
             "mode": None,

@@ -18,6 +18,9 @@ from omegaconf import DictConfig
 from research.tracking.run_dir import read_metrics, write_json_atomic
 
 log = logging.getLogger(__name__)
+# Statuses of a job that ended as intended; a pruned search trial was stopped by its study's
+# pruner on purpose.
+FINISHED = ("completed", "pruned")
 
 
 def summarize(sweep_dir: Path) -> dict[str, Any]:
@@ -30,7 +33,8 @@ def summarize(sweep_dir: Path) -> dict[str, Any]:
         "completed": counts.get("completed", 0),
         "failed": counts.get("failed", 0),
         "diverged": counts.get("diverged", 0),
-        "not_completed": sorted(name for name, s in statuses.items() if s != "completed"),
+        "pruned": counts.get("pruned", 0),
+        "not_completed": sorted(name for name, s in statuses.items() if s not in FINISHED),
     }
 
 
@@ -41,10 +45,12 @@ class SweepSummary(Callback):
             return
         summary = summarize(sweep_dir)
         write_json_atomic(sweep_dir / "sweep_summary.json", summary)
-        bad = summary["jobs"] - summary["completed"]
+        bad = summary["jobs"] - summary["completed"] - summary["pruned"]
         line = (
             f"sweep: {summary['completed']}/{summary['jobs']} jobs completed, "
-            f"{summary['failed']} failed, {summary['diverged']} diverged ({sweep_dir})"
+            f"{summary['failed']} failed, {summary['diverged']} diverged"
+            + (f", {summary['pruned']} pruned" if summary["pruned"] else "")
+            + f" ({sweep_dir})"
         )
         (log.warning if bad else log.info)(line)
         print(line)

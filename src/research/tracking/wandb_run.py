@@ -25,9 +25,13 @@ def _new_wandb_id() -> str:
 
 
 def build_loggers(
-    logger_cfg: dict[str, Any] | None, run_dir: Path, wandb_id: str | None
+    logger_cfg: dict[str, Any] | None,
+    run_dir: Path,
+    wandb_id: str | None,
+    name: str | None = None,
 ) -> tuple[list[Logger], str | None]:
-    """Instantiate the configured loggers, all writing under `run_dir`; return the W&B id."""
+    """Instantiate the configured loggers, all writing under `run_dir`; return the W&B id.
+    A W&B run without a configured name gets `name` (tracking.naming.run_name)."""
     loggers: list[Logger] = []
     used_id = None
     for cfg in (logger_cfg or {}).values():
@@ -37,6 +41,8 @@ def build_loggers(
         if cfg["_target_"].endswith("WandbLogger"):
             used_id = cfg.get("id") or wandb_id or _new_wandb_id()
             extra.update(id=used_id, resume="allow" if wandb_id else None)
+            if not cfg.get("name") and name:
+                extra["name"] = name
         loggers.append(instantiate({**cfg, **extra}))
     return loggers, used_id
 

@@ -15,6 +15,7 @@ class TrainRun(Schema):
     tags: list[str] = spec([])
     group: str | None = None
     variant: str | None = None
+    trial: int | None = None
     experiment: str | None = None
     train: bool = True
     test: bool = True
