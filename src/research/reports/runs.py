@@ -19,7 +19,7 @@ import yaml
 
 from research.reports.errors import ReportError, RunsWarning
 from research.tracking.identity import affects_result
-from research.tracking.run_dir import METRICS_FILE, STARTED_FILE, read_history
+from research.tracking.run_dir import HISTORY_FILE, METRICS_FILE, STARTED_FILE, read_history
 
 STATUSES = ("completed", "failed", "diverged")
 _RUN_ID = re.compile(r"^(?P<hash>[0-9a-f]+)-s(?P<seed>-?\d+)$")
@@ -181,11 +181,13 @@ def load_runs(source: Path) -> pd.DataFrame:
     return runs.sort_values(["variant", "seed", "run_dir"]).reset_index(drop=True)
 
 
-def load_histories(runs: pd.DataFrame, statuses: tuple[str, ...] = ("completed",)) -> pd.DataFrame:
-    """The history.jsonl rows of the runs with one of `statuses`, long format: one row per run
-    and epoch, with the run's `run_dir`, `variant` and `seed`."""
+def load_histories(
+    runs: pd.DataFrame, statuses: tuple[str, ...] = ("completed",), name: str = HISTORY_FILE
+) -> pd.DataFrame:
+    """The rows of each run's `name` (history.jsonl: one per epoch) of the runs with one of
+    `statuses`, long format, with the run's `run_dir`, `variant` and `seed`."""
     rows = []
     chosen = runs[runs["status"].isin(statuses)]
     for run in chosen[["run_dir", "variant", "seed"]].to_dict("records"):
-        rows += [{**run, **point} for point in read_history(Path(run["run_dir"]))]
+        rows += [{**run, **point} for point in read_history(Path(run["run_dir"]), name)]
     return pd.DataFrame(rows, columns=None if rows else ["run_dir", "variant", "seed", "epoch"])

@@ -18,6 +18,7 @@ DECLARATIONS = (
     "research.optim.configs",
     "research.data.configs",
     "research.retrieval.configs",
+    "research.monitoring.configs",
 )
 
 for _name in DECLARATIONS:
