@@ -18,7 +18,7 @@ from torch.utils.data import DataLoader, TensorDataset
 from research.monitoring.grad_norms import GradNormLogger, layer_key
 from research.tracking.run_dir import GRAD_NORM_FILE, read_history
 from research.tracking.wandb_reader import read_offline_run
-from tests.cli.conftest import FAST, run_cli, run_dirs
+from tests.helpers.cli import FAST, run_cli, run_dirs
 
 LR, STEPS = 0.1, 5
 X = np.array([[1.0, -2.0, 0.5], [0.3, 0.7, -1.1], [2.0, 0.1, 0.4], [-0.6, 1.5, 0.9]])
