@@ -92,3 +92,40 @@ def test_band_and_metric_mistakes_are_report_errors(runs_folder: Path, tmp_path:
         build_report(runs_folder, tmp_path, band="iqr")
     with pytest.raises(ReportError, match="unknown metric 'acc'"):
         build_report(runs_folder, tmp_path, ["acc"])
+
+
+def test_grad_norm_traces_are_drawn_per_step_with_diverged_runs(tmp_path: Path):
+    """Runs that logged gradient norms (callbacks=grad_norm) get a per-step trace of the total
+    norm, diverged runs included; the numbers behind it are the mean and std of the files."""
+    from research.reports.build import GRAD_NORM_TOTAL
+    from research.tracking.run_dir import GRAD_NORM_FILE
+    from tests.reports.conftest import write_run
+
+    traces = {}
+    for job, (variant, seed, status) in enumerate(
+        [("a", 0, "completed"), ("a", 1, "diverged"), ("b", 0, "completed"), ("b", 1, "failed")]
+    ):
+        run = tmp_path / "runs" / f"{job}_{variant}_s{seed}"
+        write_run(run, seed, [f"seed={seed}", f"variant={variant}"], status, variant=variant)
+        rows = [{"step": s, GRAD_NORM_TOTAL: float(job + 1 + s)} for s in range(3)]
+        (run / GRAD_NORM_FILE).write_text("".join(json.dumps(r) + "\n" for r in rows))
+        traces[(variant, status)] = [r[GRAD_NORM_TOTAL] for r in rows]
+    report = build_report(tmp_path / "runs", tmp_path / "out")
+    plot = report.out_dir / "curve_grad_norm-total.png"
+    assert plot in report.files and plot.read_bytes().startswith(PNG)
+    assert (
+        "![curve_grad_norm-total](curve_grad_norm-total.png)"
+        in (report.out_dir / "report.md").read_text()
+    )
+    stats = curve_stats(
+        load_histories(report.runs, ("completed", "diverged"), GRAD_NORM_FILE),
+        GRAD_NORM_TOTAL,
+        x="step",
+    )
+    a = stats[stats["variant"] == "a"]
+    both = np.array([traces[("a", "completed")], traces[("a", "diverged")]])
+    assert np.allclose(a["mean"], both.mean(0)) and np.allclose(
+        a["upper"], both.mean(0) + both.std(0, ddof=1)
+    )
+    b = stats[stats["variant"] == "b"]  # the failed run is left out
+    assert list(b["n"]) == [1, 1, 1] and np.allclose(b["mean"], traces[("b", "completed")])

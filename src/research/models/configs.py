@@ -16,6 +16,7 @@ NORM_TYPES = ("layernorm", "rmsnorm")
 ACTIVATIONS = ("relu", "gelu")
 POSITIONS = ("none", "sinusoidal", "learned", "rope")
 POOLINGS = ("cls", "mean", "last")
+INITS = ("gpt2", "xavier")
 ROPE_SCALINGS = ("none", "linear", "ntk", "yarn")
 
 
@@ -82,6 +83,9 @@ class EncoderConfig(Schema):
     rope_scaling: dict | None = None
     pad_token_id: int = spec(0, ge=0)
     embedding_std: float = spec(0.02, gt=0.0)
+    # gpt2: N(0, 0.02), residual-writing projections / sqrt(2 n_layers); xavier: Glorot normal,
+    # no depth scaling (Xiong et al. 2020's setting).
+    init: str = spec("gpt2", choices=INITS)
 
     @property
     def head_dim(self) -> int:

@@ -28,6 +28,11 @@ from research.reports.plots import (
 from research.reports.runs import STATUSES, load_histories, load_runs, order_variants
 from research.reports.stats import Comparison
 from research.reports.tables import summarize, to_markdown
+from research.tracking.run_dir import GRAD_NORM_FILE
+
+# Drawn per step when runs logged gradient norms (callbacks=grad_norm); diverged runs included,
+# since their gradients are what explains them.
+GRAD_NORM_TOTAL = "grad_norm/total"
 
 
 @dataclass
@@ -167,6 +172,11 @@ def build_report(
         save_figure(plot_curves(histories, m, x, band), out_dir / f"curve_{_slug(m)}.png")
         for m in curve_metrics(chosen, histories)
     ]
+    grad_norms = load_histories(runs, ("completed", "diverged"), GRAD_NORM_FILE)
+    if GRAD_NORM_TOTAL in grad_norms.columns:
+        figure = plot_curves(grad_norms, GRAD_NORM_TOTAL, "step", band)
+        figure.axes[0].set_yscale("log")  # a diverging run's norm leaves the others' scale
+        plots.append(save_figure(figure, out_dir / f"curve_{_slug(GRAD_NORM_TOTAL)}.png"))
     plots += [
         save_figure(plot_points(runs, table, m), out_dir / f"points_{_slug(m)}.png")
         for m in chosen

@@ -20,7 +20,7 @@ import yaml
 from research.reports import consistency
 from research.reports.errors import ReportError, RunsWarning
 from research.tracking.naming import meaningful_overrides
-from research.tracking.run_dir import METRICS_FILE, STARTED_FILE, read_history
+from research.tracking.run_dir import HISTORY_FILE, METRICS_FILE, STARTED_FILE, read_history
 
 # "pruned": a search trial its study's pruner stopped (left out of the means like a failure).
 STATUSES = ("completed", "failed", "diverged", "pruned")
@@ -187,11 +187,13 @@ def load_runs(source: Path, where: list[str] | None = None) -> pd.DataFrame:
     return runs.sort_values(["variant", "seed", "run_dir"]).reset_index(drop=True)
 
 
-def load_histories(runs: pd.DataFrame, statuses: tuple[str, ...] = ("completed",)) -> pd.DataFrame:
-    """The history.jsonl rows of the runs with one of `statuses`, long format: one row per run
-    and epoch, with the run's `run_dir`, `variant` and `seed`."""
+def load_histories(
+    runs: pd.DataFrame, statuses: tuple[str, ...] = ("completed",), name: str = HISTORY_FILE
+) -> pd.DataFrame:
+    """The rows of each run's `name` (history.jsonl: one per epoch) of the runs with one of
+    `statuses`, long format, with the run's `run_dir`, `variant` and `seed`."""
     rows = []
     chosen = runs[runs["status"].isin(statuses)]
     for run in chosen[["run_dir", "variant", "seed"]].to_dict("records"):
-        rows += [{**run, **point} for point in read_history(Path(run["run_dir"]))]
+        rows += [{**run, **point} for point in read_history(Path(run["run_dir"]), name)]
     return pd.DataFrame(rows, columns=None if rows else ["run_dir", "variant", "seed", "epoch"])

@@ -9,6 +9,8 @@ from typing import Any
 
 METRICS_FILE = "metrics.json"
 HISTORY_FILE = "history.jsonl"
+# Step rows of the optional gradient-norm callback (research.monitoring.grad_norms.GradNormLogger).
+GRAD_NORM_FILE = "grad_norms.jsonl"
 CHECKPOINT_DIR = "checkpoints"
 # Written when a run starts (write_identity): marks a run dir that has no metrics.json yet.
 STARTED_FILE = ".research.json"
@@ -29,9 +31,10 @@ def read_metrics(run_dir: Path) -> dict[str, Any] | None:
         return None
 
 
-def read_history(run_dir: Path) -> list[dict[str, Any]]:
-    """The epoch rows a run logged; a torn last line (killed process) is skipped."""
-    path = run_dir / HISTORY_FILE
+def read_history(run_dir: Path, name: str = HISTORY_FILE) -> list[dict[str, Any]]:
+    """The rows a run logged in `name` (epoch rows by default); a torn last line (killed
+    process) is skipped."""
+    path = run_dir / name
     if not path.exists():
         return []
     rows = []

@@ -164,6 +164,36 @@ def test_embedding_std_sets_token_and_learned_position_tables_only():
     assert qkv.std().item() == pytest.approx(0.02, abs=0.002)
 
 
+@pytest.mark.parametrize("n_layers", [2, 8])
+def test_xavier_init_is_glorot_normal_without_depth_scaling(n_layers: int):
+    torch.manual_seed(0)
+    model = TransformerEncoder(
+        vocab_size=2000, d_model=128, n_layers=n_layers, n_heads=H, init="xavier"
+    )
+    block = model.blocks[-1]
+    # var = 2 / (fan_in + fan_out): 1/d for the square output projection, 2/(5d) for the FFN.
+    assert block.attention.out.weight.std().item() == pytest.approx(128**-0.5, rel=0.03)
+    assert block.linear2.weight.std().item() == pytest.approx((2 / 640) ** 0.5, rel=0.03)
+    assert model.embed.weight[1:].std().item() == pytest.approx(0.02, rel=0.03)
+
+
+def test_pre_norm_residual_stream_grows_with_depth_under_xavier_init_only():
+    """Xiong et al. (2020)'s premise: the pre-norm stream's norm grows like sqrt(n_layers) under
+    Xavier init; GPT-2's 1/sqrt(2 n_layers) scaling keeps it flat."""
+
+    def stream_std(n_layers: int, init: str) -> float:
+        torch.manual_seed(0)
+        model = TransformerEncoder(
+            vocab_size=1000, d_model=64, n_layers=n_layers, n_heads=4, dropout=0.0, init=init
+        )
+        model.final_norm = nn.Identity()
+        with torch.no_grad():
+            return model(torch.randint(1, 1000, (4, 32))).std().item()
+
+    assert 1.6 < stream_std(16, "xavier") / stream_std(4, "xavier") < 3.0
+    assert stream_std(16, "gpt2") / stream_std(4, "gpt2") < 1.3
+
+
 def test_depth_keeps_activation_variance_near_one():
     torch.manual_seed(0)
     model = TransformerEncoder(
@@ -188,6 +218,7 @@ def test_depth_keeps_activation_variance_near_one():
         ({"rope_scaling": {"type": "magic"}}, "rope_scaling.type='magic' is not valid"),
         ({"rope_scaling": {"type": "linear", "factor": 0.5}}, "factor=0.5 must be a number >= 1"),
         ({"embedding_std": 0.0}, "embedding_std=0.0 is out of range; it must be > 0.0"),
+        ({"init": "kaiming"}, "init='kaiming' is not valid; choose one of: gpt2, xavier"),
     ],
 )
 def test_invalid_choices_fail_in_one_line(kwargs: dict, message: str):

@@ -19,6 +19,7 @@ DECLARATIONS = (
     "research.data.configs",
     "research.retrieval.configs",
     "research.progress.configs",
+    "research.monitoring.configs",
 )
 
 for _name in DECLARATIONS:

@@ -28,6 +28,9 @@ class TransformerEncoder(nn.Module):
     embeddings' std apart: at 0.02 a token's identity is comparable to the blocks' first
     writes into the residual stream (and 35x smaller than the sinusoidal table); at 1.0 (torch's
     nn.Embedding default) it stays dominant, which associative recall needed to train here.
+    `init="xavier"` instead draws every linear weight from Glorot's normal, N(0, 2 / (fan_in +
+    fan_out)), with no depth scaling: the setting of Xiong et al. (2020)'s analysis and of
+    fairseq's Transformer, where a pre-norm residual stream grows like sqrt(n_layers).
     """
 
     def __init__(self, config: EncoderConfig | None = None, **params: Any) -> None:
@@ -66,7 +69,13 @@ class TransformerEncoder(nn.Module):
         for name, param in self.named_parameters():
             if param.dim() < 2 or "norm" in name:
                 continue
-            std = self.config.embedding_std if name in ("embed.weight", "learned.weight") else 0.02
+            if name in ("embed.weight", "learned.weight"):
+                nn.init.normal_(param, 0.0, self.config.embedding_std)
+                continue
+            if self.config.init == "xavier":
+                nn.init.xavier_normal_(param)
+                continue
+            std = 0.02
             if name.endswith(("attention.out.weight", "linear2.weight")):
                 std /= math.sqrt(2 * self.n_layers)
             nn.init.normal_(param, 0.0, std)
@@ -98,7 +107,10 @@ class TransformerEncoder(nn.Module):
         return self.final_norm(x)
 
     def extra_repr(self) -> str:
-        return f"d_model={self.d_model}, n_layers={self.n_layers}, position={self.position!r}"
+        return (
+            f"d_model={self.d_model}, n_layers={self.n_layers}, position={self.position!r}, "
+            f"init={self.config.init!r}"
+        )
 
 
 class SequenceClassifier(nn.Module):
