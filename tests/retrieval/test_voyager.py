@@ -67,13 +67,13 @@ def test_voyager_scores_are_the_exact_maxsim_scores(clustered):
     for results, reference in zip(index.search(query_list, k=10), everything, strict=True):
         exact_scores = dict(reference)
         assert [score for _, score in results] == pytest.approx(
-            [exact_scores[doc] for doc, _ in results], abs=1e-6
-        )
+            [exact_scores[doc] for doc, _ in results], abs=1e-5
+        )  # one block or a gathered few: float32 sums in another order
 
 
 def test_with_every_token_a_candidate_it_is_exact_search_even_when_added_in_parts():
     ids, documents = corpus(50, seed=11)
-    index = VoyagerIndex(candidates_per_token=10_000, chunk_size=8)
+    index = VoyagerIndex(candidates_per_token=10_000, memory_budget_mb=0.001)
     index.add(ids[:20], documents[:20])
     index.add(ids[20:], documents[20:])
     query_list = queries(6, seed=12)
@@ -82,7 +82,7 @@ def test_with_every_token_a_candidate_it_is_exact_search_even_when_added_in_part
 
 def test_save_and_load_round_trip_gives_identical_results(tmp_path):
     ids, documents = corpus(300, seed=14)
-    index = VoyagerIndex(M=8, ef_search=8, candidates_per_token=4, chunk_size=64)
+    index = VoyagerIndex(M=8, ef_search=8, candidates_per_token=4, memory_budget_mb=0.01)
     index.add(ids, documents)
     index.save(tmp_path / "voyager")
     loaded = load_searcher(tmp_path / "voyager")

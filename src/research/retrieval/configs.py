@@ -18,10 +18,11 @@ from research.config.schema import Schema, check_node, fail, spec
 
 @dataclass
 class ExactSearchConfig(Schema):
-    """Brute-force MaxSim; `chunk_size` documents are scored at a time."""
+    """Brute-force MaxSim; the similarities of one block of documents against the queries take
+    at most `memory_budget_mb` MiB (one query of 32 tokens: 256 MiB holds 2M document tokens)."""
 
     targets = ("research.retrieval.exact.ExactSearcher",)
-    chunk_size: int = spec(1024, ge=1)
+    memory_budget_mb: float = spec(256.0, gt=0)
 
 
 @dataclass

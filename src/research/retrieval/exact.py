@@ -4,7 +4,9 @@ The exact searcher is the reference an approximate index is measured against, an
 one uses: `VoyagerIndex` (voyager.py) extends it and scores its candidates with the same `_top_k`.
 Documents are kept as one flat [n_tokens, D] matrix plus offsets (document i owns rows
 offsets[i]:offsets[i + 1]), so a saved folder is a safetensors file and a JSON manifest -- never
-a pickle -- and a chunk of documents is packed to [n, Lmax, D] + mask with one gather.
+a pickle. Search never pads: a block of whole documents is scored with one matmul against the
+queries' flat tokens and a segment max over document offsets (`maxsim_flat`), which keeps one
+query within 1.5x of a plain matmul of the same FLOPs (benchmarks/colbert.py prints the ratio).
 """
 
 from __future__ import annotations
@@ -18,13 +20,10 @@ from safetensors.torch import load_file, save_file
 from torch import Tensor
 
 from research.retrieval.configs import SEARCH_CONFIGS, ExactSearchConfig
-from research.retrieval.maxsim import maxsim_matrix, pad_embeddings
+from research.retrieval.maxsim import maxsim_flat
 
 MANIFEST = "manifest.json"
 EMBEDDINGS = "embeddings.safetensors"
-# At most this many query-token x document-token similarities (256 MiB in float32) exist at once:
-# queries are scored against a chunk of documents in blocks sized to fit it.
-SIMILARITY_BUDGET = 2**26
 
 Results = list[tuple[str, float]]
 
@@ -37,10 +36,10 @@ def require_k(kind: str, k: object) -> int:
 
 
 class ExactSearcher:
-    """Brute-force MaxSim search, `chunk_size` documents at a time with a running top-k.
+    """Brute-force MaxSim search, block by block of whole documents with a running top-k.
 
-    Memory per step is one packed chunk plus the similarities of a block of queries against it,
-    so lower `chunk_size` for long documents. Embeddings keep the dtype of the first `add`.
+    A block's query-token x document-token similarities take at most `memory_budget_mb`
+    (a block holds at least one document). Embeddings keep the dtype of the first `add`.
     Its parameters are its kind's declaration in `SEARCH_CONFIGS` (`ExactSearchConfig` here).
     """
 
@@ -99,8 +98,7 @@ class ExactSearcher:
         k = require_k(self.kind, k)
         if not queries or self._tokens is None:
             return [[] for _ in queries]
-        padded, mask = self._pack_queries(queries)
-        scores, rows = self._top_k(padded, mask, torch.arange(len(self)), k)
+        scores, rows = self._top_k(self._query_tokens(queries), None, k)
         return [self._results(s, r) for s, r in zip(scores, rows, strict=True)]
 
     def save(self, path: str | Path) -> None:
@@ -152,64 +150,71 @@ class ExactSearcher:
             )
         return embedding
 
-    def _pack_queries(self, queries: list[Tensor]) -> tuple[Tensor, Tensor]:
-        """[Nq, Lq, D] in the stored dtype, and the mask of each query's tokens."""
+    def _query_tokens(self, queries: list[Tensor]) -> list[Tensor]:
+        """Each query as a checked [n_tokens, D] CPU tensor in the stored dtype."""
         dim, dtype = self._tokens.shape[1], self._tokens.dtype
-        return pad_embeddings(
-            [self._checked(q, "query", dim).detach().cpu().to(dtype) for q in queries]
-        )
-
-    def _pack_documents(self, rows: Tensor) -> tuple[Tensor, Tensor]:
-        """Documents `rows` as [n, Lmax, D] (zeros where padded) and their [n, Lmax] mask."""
-        starts = self._offsets[rows]
-        lengths = self._offsets[rows + 1] - starts
-        steps = torch.arange(max(int(lengths.max()), 1))
-        mask = steps < lengths[:, None]
-        documents = self._tokens.new_zeros(len(rows), len(steps), self._tokens.shape[1])
-        documents[mask] = self._tokens[(starts[:, None] + steps)[mask]]
-        return documents, mask
+        return [self._checked(q, "query", dim).detach().cpu().to(dtype) for q in queries]
 
     def _top_k(
-        self, queries: Tensor, query_mask: Tensor, rows: Tensor, k: int
+        self, queries: list[Tensor], rows: Tensor | None, k: int
     ) -> tuple[Tensor, Tensor]:
-        """Each query's k best documents among `rows`: (scores, rows), [Nq, <= k], best first."""
+        """Each query's k best documents among `rows` (None: all): (scores, rows), [Nq, <= k],
+        best first. Candidate rows are gathered into one flat matrix first; the whole corpus is
+        scored in place, block by block."""
+        if rows is None:
+            tokens, offsets = self._tokens, self._offsets
+        else:
+            starts, lengths = self._offsets[rows], self._offsets[rows + 1] - self._offsets[rows]
+            token_rows = torch.repeat_interleave(starts - _exclusive_cumsum(lengths), lengths)
+            tokens = self._tokens[token_rows + torch.arange(len(token_rows))]
+            offsets = torch.cat([lengths.new_zeros(1), lengths.cumsum(0)])
+        scores, local = self._top_k_flat(queries, tokens, offsets, k)
+        return scores, (local if rows is None else rows[local])
+
+    def _top_k_flat(
+        self, queries: list[Tensor], tokens: Tensor, offsets: Tensor, k: int
+    ) -> tuple[Tensor, Tensor]:
+        """Top-k over the documents of (tokens, offsets), one matmul and one segment max per
+        block of whole documents; a block's similarities keep within `memory_budget_mb`."""
+        query_tokens = torch.cat(queries)
+        lengths = torch.tensor([len(q) for q in queries])
+        query_of_token = torch.repeat_interleave(torch.arange(len(queries)), lengths)
+        budget = int(self.config.memory_budget_mb * 2**20) // tokens.element_size()
+        block_tokens = max(1, budget // max(1, len(query_tokens)))
+        n_documents = len(offsets) - 1
         best_scores = torch.empty(len(queries), 0)
         best_rows = torch.empty(len(queries), 0, dtype=torch.long)
-        for start in range(0, len(rows), self.config.chunk_size):
-            chunk = rows[start : start + self.config.chunk_size]
-            documents, document_mask = self._pack_documents(chunk)
-            best_scores = torch.cat(
-                [best_scores, self._score(queries, query_mask, documents, document_mask)], 1
+        start = 0
+        while start < n_documents:
+            limit = offsets[start] + block_tokens
+            stop = min(max(int(torch.searchsorted(offsets, limit, right=True)) - 1, start + 1),
+                       n_documents)
+            block_lengths = offsets[start + 1 : stop + 1] - offsets[start:stop]
+            scores = maxsim_flat(
+                query_tokens,
+                query_of_token,
+                len(queries),
+                tokens[offsets[start] : offsets[stop]],
+                torch.repeat_interleave(torch.arange(stop - start), block_lengths),
+                stop - start,
             )
-            best_rows = torch.cat([best_rows, chunk.expand(len(queries), -1)], 1)
+            best_scores = torch.cat([best_scores, scores.float()], 1)
+            best_rows = torch.cat([best_rows, torch.arange(start, stop).expand(len(queries), -1)], 1)
             best_scores, order = best_scores.topk(min(k, best_scores.shape[1]), dim=1)
             best_rows = best_rows.gather(1, order)
+            start = stop
         return best_scores, best_rows
-
-    def _score(
-        self, queries: Tensor, query_mask: Tensor, documents: Tensor, document_mask: Tensor
-    ) -> Tensor:
-        """[Nq, n] MaxSim, queries taken in blocks that keep within SIMILARITY_BUDGET."""
-        per_query = max(1, queries.shape[1] * documents.shape[:2].numel())
-        block = max(1, SIMILARITY_BUDGET // per_query)
-        return torch.cat(
-            [
-                maxsim_matrix(
-                    queries[i : i + block],
-                    query_mask[i : i + block],
-                    documents,
-                    document_mask,
-                    chunk_size=self.config.chunk_size,
-                )
-                for i in range(0, len(queries), block)
-            ]
-        )
 
     def _results(self, scores: Tensor, rows: Tensor) -> Results:
         return [
             (self.document_ids[row], score)
             for row, score in zip(rows.tolist(), scores.tolist(), strict=True)
         ]
+
+
+def _exclusive_cumsum(values: Tensor) -> Tensor:
+    """[0, v0, v0 + v1, ...] without the total: where each run starts in a flat concatenation."""
+    return values.cumsum(0) - values
 
 
 def require_file(folder: Path, name: str) -> Path:
