@@ -38,9 +38,27 @@ class VoyagerConfig(ExactSearchConfig):
     candidates_per_token: int = spec(32, ge=1)
 
 
+@dataclass
+class PlaidConfig(ExactSearchConfig):
+    """PLAID-class compressed index (Santhanam et al. 2022): k-means `centroids` (faiss), each
+    token stored as its centroid id + its residual at `nbits` per dimension; a query probes each
+    token's `probes` nearest centroids, ranks the documents found there by centroid-only MaxSim,
+    decompresses the best `candidates` and re-ranks them with MaxSim. Building costs about
+    n_tokens x centroids x D multiply-adds (the assignment)."""
+
+    targets = ("research.retrieval.plaid.PlaidIndex",)
+    centroids: int = spec(1024, ge=1)
+    nbits: int = spec(2, choices=[1, 2, 4, 8])
+    probes: int = spec(4, ge=1)
+    candidates: int = spec(512, ge=1)
+    kmeans_iterations: int = spec(10, ge=1)
+    seed: int = spec(0, ge=0)
+
+
 SEARCH_CONFIGS: dict[str, type[ExactSearchConfig]] = {
     "exact": ExactSearchConfig,
     "voyager": VoyagerConfig,
+    "plaid": PlaidConfig,
 }
 
 

@@ -50,6 +50,8 @@ class ExactSearcher:
         self.config = SEARCH_CONFIGS[self.kind].build(config, params)
         self.document_ids: list[str] = []
         self._tokens: Tensor | None = None  # [n_tokens, D], set by the first add
+        self._dim: int | None = None  # embedding size and dtype, fixed by the first add
+        self._dtype = torch.float32
         self._offsets = torch.zeros(1, dtype=torch.long)
 
     def params(self) -> dict[str, int]:
@@ -69,13 +71,20 @@ class ExactSearcher:
 
     def add(self, document_ids: list[str], embeddings: list[Tensor]) -> None:
         """Append documents: one [n_tokens_i, D] tensor each, as `ColBERT.encode` returns."""
+        tokens = self._append(document_ids, embeddings)
+        if tokens is not None:
+            self._tokens = tokens if self._tokens is None else torch.cat([self._tokens, tokens])
+
+    def _append(self, document_ids: list[str], embeddings: list[Tensor]) -> Tensor | None:
+        """Check the documents, record their ids and offsets, and return their tokens as one
+        flat [n, D] CPU tensor in the stored dtype (None when there are none to add)."""
         if len(document_ids) != len(embeddings):
             raise ValueError(
                 f"{self.kind} searcher add got {len(document_ids)} document ids but "
                 f"{len(embeddings)} embeddings; give one embedding tensor per id"
             )
         if not document_ids:
-            return
+            return None
         seen = set(self.document_ids)
         for document_id in document_ids:
             if document_id in seen:
@@ -84,19 +93,19 @@ class ExactSearcher:
                     "already holds or got twice; document ids must be unique"
                 )
             seen.add(document_id)
-        dim = embeddings[0].shape[-1] if self._tokens is None else self._tokens.shape[1]
-        tokens = torch.cat([self._checked(e, "document", dim).detach().cpu() for e in embeddings])
-        if self._tokens is not None:
-            tokens = torch.cat([self._tokens, tokens.to(self._tokens.dtype)])
+        if self._dim is None:
+            self._dim, self._dtype = embeddings[0].shape[-1], embeddings[0].dtype
+        checked = [self._checked(e, "document", self._dim).detach().cpu() for e in embeddings]
+        tokens = torch.cat(checked).to(self._dtype)
         lengths = torch.tensor([len(e) for e in embeddings])
         self._offsets = torch.cat([self._offsets, self.num_tokens + lengths.cumsum(0)])
-        self._tokens = tokens
         self.document_ids = self.document_ids + list(document_ids)
+        return tokens
 
     def search(self, queries: list[Tensor], k: int = 10) -> list[Results]:
         """The `k` best (document id, MaxSim score) pairs per query, best first."""
         k = require_k(self.kind, k)
-        if not queries or self._tokens is None:
+        if not queries or not len(self):
             return [[] for _ in queries]
         scores, rows = self._top_k(self._query_tokens(queries), None, k)
         return [self._results(s, r) for s, r in zip(scores, rows, strict=True)]
@@ -107,13 +116,16 @@ class ExactSearcher:
         save_file(
             {"tokens": self._tokens.contiguous(), "offsets": self._offsets}, folder / EMBEDDINGS
         )
+        self._write_manifest(folder)
+
+    def _write_manifest(self, folder: Path) -> None:
+        """The JSON half of a saved searcher: kind, parameters, document ids (written last)."""
         manifest = {"kind": self.kind, "params": self.params(), "document_ids": self.document_ids}
         (folder / MANIFEST).write_text(json.dumps(manifest))
 
     @classmethod
-    def load(cls, path: str | Path) -> ExactSearcher:
-        """The searcher saved in `path` by `save`; it must be of this class's kind."""
-        folder = Path(path)
+    def _from_manifest(cls, folder: Path) -> ExactSearcher:
+        """A searcher of this class with the saved parameters and document ids, no tokens."""
         manifest = read_manifest(folder)
         if manifest["kind"] != cls.kind:
             raise ValueError(
@@ -121,9 +133,17 @@ class ExactSearcher:
                 "load it with load_searcher"
             )
         searcher = cls(**manifest["params"])
+        searcher.document_ids = list(manifest["document_ids"])
+        return searcher
+
+    @classmethod
+    def load(cls, path: str | Path) -> ExactSearcher:
+        """The searcher saved in `path` by `save`; it must be of this class's kind."""
+        folder = Path(path)
+        searcher = cls._from_manifest(folder)
         tensors = load_file(require_file(folder, EMBEDDINGS))
         searcher._tokens, searcher._offsets = tensors["tokens"], tensors["offsets"]
-        searcher.document_ids = list(manifest["document_ids"])
+        searcher._dim, searcher._dtype = searcher._tokens.shape[1], searcher._tokens.dtype
         if len(searcher._offsets) != len(searcher) + 1 or searcher.num_tokens != len(
             searcher._tokens
         ):
@@ -136,7 +156,7 @@ class ExactSearcher:
 
     def _folder_to_save(self, path: str | Path) -> Path:
         folder = Path(path)
-        if self._tokens is None:
+        if not len(self):
             raise ValueError(f"{self.kind} searcher is empty: add documents before saving {folder}")
         folder.mkdir(parents=True, exist_ok=True)
         return folder
@@ -152,8 +172,7 @@ class ExactSearcher:
 
     def _query_tokens(self, queries: list[Tensor]) -> list[Tensor]:
         """Each query as a checked [n_tokens, D] CPU tensor in the stored dtype."""
-        dim, dtype = self._tokens.shape[1], self._tokens.dtype
-        return [self._checked(q, "query", dim).detach().cpu().to(dtype) for q in queries]
+        return [self._checked(q, "query", self._dim).detach().cpu().to(self._dtype) for q in queries]
 
     def _top_k(
         self, queries: list[Tensor], rows: Tensor | None, k: int
@@ -164,12 +183,15 @@ class ExactSearcher:
         if rows is None:
             tokens, offsets = self._tokens, self._offsets
         else:
-            starts, lengths = self._offsets[rows], self._offsets[rows + 1] - self._offsets[rows]
-            token_rows = torch.repeat_interleave(starts - _exclusive_cumsum(lengths), lengths)
-            tokens = self._tokens[token_rows + torch.arange(len(token_rows))]
-            offsets = torch.cat([lengths.new_zeros(1), lengths.cumsum(0)])
+            token_rows, offsets = self._token_rows(rows)
+            tokens = self._tokens[token_rows]
         scores, local = self._top_k_flat(queries, tokens, offsets, k)
         return scores, (local if rows is None else rows[local])
+
+    def _token_rows(self, rows: Tensor) -> tuple[Tensor, Tensor]:
+        """The flat-matrix rows of the tokens of documents `rows`, concatenated in that order,
+        and the offsets of each document within them."""
+        return gather_ranges(self._offsets[rows], self._offsets[rows + 1] - self._offsets[rows])
 
     def _top_k_flat(
         self, queries: list[Tensor], tokens: Tensor, offsets: Tensor, k: int
@@ -212,9 +234,12 @@ class ExactSearcher:
         ]
 
 
-def _exclusive_cumsum(values: Tensor) -> Tensor:
-    """[0, v0, v0 + v1, ...] without the total: where each run starts in a flat concatenation."""
-    return values.cumsum(0) - values
+def gather_ranges(starts: Tensor, lengths: Tensor) -> tuple[Tensor, Tensor]:
+    """The indices starts[i] .. starts[i] + lengths[i] - 1 for every i, concatenated, and the
+    offsets [0, l0, l0 + l1, ...] of each range within them."""
+    ends = lengths.cumsum(0)
+    indices = torch.repeat_interleave(starts - (ends - lengths), lengths)
+    return indices + torch.arange(len(indices)), torch.cat([lengths.new_zeros(1), ends])
 
 
 def require_file(folder: Path, name: str) -> Path:

@@ -80,16 +80,21 @@ def maxsim_flat(
     segment max (`scatter_reduce` amax) over the [Tq, Td] similarities, so nothing is padded; a
     document with no token scores 0, as in `maxsim_matrix`.
     """
-    similarities = query_tokens @ document_tokens.T  # [Tq, Td]
-    best = similarities.new_zeros(len(query_tokens), n_documents)
-    best.scatter_reduce_(
-        1, document_of_token.expand_as(similarities), similarities, "amax", include_self=False
-    )
+    best = segment_max(query_tokens @ document_tokens.T, document_of_token, n_documents)
     with torch.autocast(best.device.type, enabled=False):
         scores = best.new_zeros(
             (n_queries, n_documents), dtype=torch.promote_types(best.dtype, torch.float32)
         )
         return scores.index_add_(0, query_of_token, best.to(scores.dtype))
+
+
+def segment_max(similarities: Tensor, document_of_token: Tensor, n_documents: int) -> Tensor:
+    """[rows, n_documents]: the max of each row of `similarities` [rows, Td] over the columns of
+    each document (column j belongs to document_of_token[j]); 0 for a document with none."""
+    best = similarities.new_zeros(len(similarities), n_documents)
+    return best.scatter_reduce_(
+        1, document_of_token.expand_as(similarities), similarities, "amax", include_self=False
+    )
 
 
 def pad_embeddings(embeddings: list[Tensor]) -> tuple[Tensor, Tensor]:
