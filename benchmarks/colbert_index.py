@@ -86,7 +86,9 @@ def against_matmul(exact: ExactSearcher, queries: list[Tensor], pairs: int) -> s
 
 
 def recall(found: list[list[tuple[str, float]]], exact: list[list[tuple[str, float]]]) -> float:
-    hits = sum(len({d for d, _ in a} & {d for d, _ in e}) for a, e in zip(found, exact))
+    hits = sum(
+        len({d for d, _ in a} & {d for d, _ in e}) for a, e in zip(found, exact, strict=True)
+    )
     return hits / sum(len(e) for e in exact)
 
 
@@ -104,8 +106,10 @@ def main() -> None:
 
     start = time.perf_counter()
     real, queries = real_embeddings(args.real_documents, args.queries)
-    print(f"encoded {len(real)} real documents and {len(queries)} queries in "
-          f"{time.perf_counter() - start:.0f} s; torch threads {torch.get_num_threads()}")
+    print(
+        f"encoded {len(real)} real documents and {len(queries)} queries in "
+        f"{time.perf_counter() - start:.0f} s; torch threads {torch.get_num_threads()}"
+    )
     generator = torch.Generator().manual_seed(0)
     documents = list(real)
     rows = []
@@ -121,26 +125,50 @@ def main() -> None:
         exact_runs = [timed(exact.search, [q], K) for q in queries]
         truth = [result[0] for _, result in exact_runs]
         fp32 = 4 * real[0].shape[1]
-        rows.append((size, "exact", "-", f"{fp32} (1x)", percentiles([s for s, _ in exact_runs]),
-                     "1.00", ratio))
+        rows.append(
+            (
+                size,
+                "exact",
+                "-",
+                f"{fp32} (1x)",
+                percentiles([s for s, _ in exact_runs]),
+                "1.00",
+                ratio,
+            )
+        )
         print(rows[-1], flush=True)
         for nbits in args.nbits:
-            index = PlaidIndex(centroids=args.centroids, nbits=nbits, probes=args.probes,
-                               candidates=args.candidates)
+            index = PlaidIndex(
+                centroids=args.centroids,
+                nbits=nbits,
+                probes=args.probes,
+                candidates=args.candidates,
+            )
             build_s, _ = timed(index.add, ids, documents)
             runs = [timed(index.search, [q], K) for q in queries]
             stored = index.bytes_per_token
-            rows.append((size, f"plaid nbits={nbits}", f"{build_s:.0f} s",
-                         f"{stored} ({fp32 / stored:.1f}x smaller)",
-                         percentiles([s for s, _ in runs]),
-                         f"{recall([r[0] for _, r in runs], truth):.3f}", "-"))
+            rows.append(
+                (
+                    size,
+                    f"plaid nbits={nbits}",
+                    f"{build_s:.0f} s",
+                    f"{stored} ({fp32 / stored:.1f}x smaller)",
+                    percentiles([s for s, _ in runs]),
+                    f"{recall([r[0] for _, r in runs], truth):.3f}",
+                    "-",
+                )
+            )
             print(rows[-1], flush=True)
             del index
         del exact
-    print(f"\nPLAID: centroids {args.centroids}, probes {args.probes}, candidates "
-          f"{args.candidates}; {len(queries)} queries, one per call\n")
-    print("| documents | index | build | bytes/token | latency p50 / p95 | recall@10 vs exact "
-          "| exact / matmul |")
+    print(
+        f"\nPLAID: centroids {args.centroids}, probes {args.probes}, candidates "
+        f"{args.candidates}; {len(queries)} queries, one per call\n"
+    )
+    print(
+        "| documents | index | build | bytes/token | latency p50 / p95 | recall@10 vs exact "
+        "| exact / matmul |"
+    )
     print("|---|---|---|---|---|---|---|")
     for row in rows:
         print("| " + " | ".join(str(cell) for cell in row) + " |")

@@ -88,8 +88,12 @@ def pylate_folder(tmp_path_factory) -> tuple[Path, torch.Tensor]:
     }
     (folder / "config_sentence_transformers.json").write_text(json.dumps(settings))
     (folder / "1_Dense").mkdir()
-    dense = {"in_features": hidden, "out_features": 96, "bias": False,
-             "activation_function": "torch.nn.modules.linear.Identity"}
+    dense = {
+        "in_features": hidden,
+        "out_features": 96,
+        "bias": False,
+        "activation_function": "torch.nn.modules.linear.Identity",
+    }
     (folder / "1_Dense" / "config.json").write_text(json.dumps(dense))
     projection = torch.randn(96, hidden, generator=torch.Generator().manual_seed(0))
     save_file({"linear.weight": projection}, folder / "1_Dense" / "model.safetensors")
@@ -136,8 +140,16 @@ def test_a_pylate_folder_loads_with_its_markers_lengths_and_skiplist(pylate_fold
     )
     scores = model.scores([QUERY] * len(DOCUMENTS), DOCUMENTS)
     expected = [
-        _reference(folder, projection, ["[Q] ", "[D] "], (24, 40), [",", ".", "(", ")"],
-                   False, QUERY, document)
+        _reference(
+            folder,
+            projection,
+            ["[Q] ", "[D] "],
+            (24, 40),
+            [",", ".", "(", ")"],
+            False,
+            QUERY,
+            document,
+        )
         for document in DOCUMENTS
     ]
     assert scores.tolist() == pytest.approx(expected, abs=1e-4)
@@ -156,8 +168,16 @@ def test_a_stanford_colbert_folder_loads_with_its_metadata_and_linear_layer(stan
     scores = model.scores([QUERY] * len(DOCUMENTS), DOCUMENTS)
     punctuation = [symbol for symbol in "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"]
     expected = [
-        _reference(folder, projection, ["[unused0]", "[unused1]"], (20, 48), punctuation,
-                   False, QUERY, document)
+        _reference(
+            folder,
+            projection,
+            ["[unused0]", "[unused1]"],
+            (20, 48),
+            punctuation,
+            False,
+            QUERY,
+            document,
+        )
         for document in DOCUMENTS
     ]
     assert scores.tolist() == pytest.approx(expected, abs=1e-4)
@@ -166,8 +186,12 @@ def test_a_stanford_colbert_folder_loads_with_its_metadata_and_linear_layer(stan
 def test_a_folder_in_no_known_format_fails_in_one_line(tmp_path):
     plain = tmp_path / "minilm"
     shutil.copytree(default_backbone(), plain)  # sentence-transformers, but no Dense module
-    with pytest.raises(FileNotFoundError, match="is not a ColBERT checkpoint folder: expected") as err:
+    with pytest.raises(
+        FileNotFoundError, match="is not a ColBERT checkpoint folder: expected"
+    ) as err:
         ColBERT.from_pretrained(plain)
     message = str(err.value)
     assert "\n" not in message
-    assert all(name in message for name in ("colbert_config.json", "modules.json", "artifact.metadata"))
+    assert all(
+        name in message for name in ("colbert_config.json", "modules.json", "artifact.metadata")
+    )

@@ -91,7 +91,9 @@ class ColBERT(nn.Module):
         first = tokenizer("")["input_ids"][:1]
         self.marker_position = 1 if first and first[0] in tokenizer.all_special_ids else 0
         words = config.skiplist_words
-        skipped = tokenizer.convert_tokens_to_ids(list(string.punctuation if words is None else words))
+        skipped = tokenizer.convert_tokens_to_ids(
+            list(string.punctuation if words is None else words)
+        )
         skiplist = sorted({i for i in skipped if i not in (None, tokenizer.unk_token_id)})
         self.register_buffer(
             "skiplist_ids", torch.tensor(skiplist, dtype=torch.long), persistent=False
@@ -281,7 +283,9 @@ class ColBERT(nn.Module):
         backbone = (
             transformers.AutoModel.from_pretrained(encoder)
             if pretrained
-            else transformers.AutoModel.from_config(transformers.AutoConfig.from_pretrained(encoder))
+            else transformers.AutoModel.from_config(
+                transformers.AutoConfig.from_pretrained(encoder)
+            )
         )
         model = cls.__new__(cls)
         nn.Module.__init__(model)

@@ -50,7 +50,7 @@ class ForeignCheckpoint:
 
 
 def checkpoint_format(folder: Path) -> str:
-    """"ours", "pylate" or "stanford"; a one-line FileNotFoundError naming what was expected."""
+    """ "ours", "pylate" or "stanford"; a one-line FileNotFoundError naming what was expected."""
     if (folder / OURS).is_file():
         return "ours"
     if (folder / PYLATE_MODULES).is_file() and _pylate_dense(folder) is not None:

@@ -172,11 +172,11 @@ class ExactSearcher:
 
     def _query_tokens(self, queries: list[Tensor]) -> list[Tensor]:
         """Each query as a checked [n_tokens, D] CPU tensor in the stored dtype."""
-        return [self._checked(q, "query", self._dim).detach().cpu().to(self._dtype) for q in queries]
+        return [
+            self._checked(q, "query", self._dim).detach().cpu().to(self._dtype) for q in queries
+        ]
 
-    def _top_k(
-        self, queries: list[Tensor], rows: Tensor | None, k: int
-    ) -> tuple[Tensor, Tensor]:
+    def _top_k(self, queries: list[Tensor], rows: Tensor | None, k: int) -> tuple[Tensor, Tensor]:
         """Each query's k best documents among `rows` (None: all): (scores, rows), [Nq, <= k],
         best first. Candidate rows are gathered into one flat matrix first; the whole corpus is
         scored in place, block by block."""
@@ -209,8 +209,9 @@ class ExactSearcher:
         start = 0
         while start < n_documents:
             limit = offsets[start] + block_tokens
-            stop = min(max(int(torch.searchsorted(offsets, limit, right=True)) - 1, start + 1),
-                       n_documents)
+            stop = min(
+                max(int(torch.searchsorted(offsets, limit, right=True)) - 1, start + 1), n_documents
+            )
             block_lengths = offsets[start + 1 : stop + 1] - offsets[start:stop]
             scores = maxsim_flat(
                 query_tokens,
@@ -221,7 +222,9 @@ class ExactSearcher:
                 stop - start,
             )
             best_scores = torch.cat([best_scores, scores.float()], 1)
-            best_rows = torch.cat([best_rows, torch.arange(start, stop).expand(len(queries), -1)], 1)
+            best_rows = torch.cat(
+                [best_rows, torch.arange(start, stop).expand(len(queries), -1)], 1
+            )
             best_scores, order = best_scores.topk(min(k, best_scores.shape[1]), dim=1)
             best_rows = best_rows.gather(1, order)
             start = stop

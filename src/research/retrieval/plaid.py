@@ -8,9 +8,9 @@ per dimension into 2^nbits buckets (cutoffs at the quantiles of the residual val
 decoded as its median). A query (1) scores its tokens against the centroids, (2) takes the
 documents that have a token in one of each query token's `probes` best centroids, (3) ranks them
 by MaxSim with every document token replaced by its centroid, counting only probed centroids
-(read from the inverted lists, so its cost grows with the probed lists, not the corpus), and (4) decompresses the
-best `candidates` and ranks them by MaxSim on the decompressed tokens, so scores are
-approximate (decompression error) and so is recall. k-means is faiss's (`faiss.Kmeans`, a
+(read from the inverted lists, so its cost grows with the probed lists, not the corpus), and
+(4) decompresses the best `candidates` and ranks them by MaxSim on the decompressed tokens, so
+scores are approximate (decompression error) and so is recall. k-means is faiss's (`faiss.Kmeans`, a
 maintained library installed from wheels beside torch: fast-plaid pins torch 2.11). Saved as
 safetensors + a JSON manifest, never a pickle.
 """
@@ -167,7 +167,9 @@ class PlaidIndex(ExactSearcher):
         """Unit-norm approximations of the tokens at `token_rows`: centroid + bucket values."""
         codes = self._codes[token_rows].long()
         residuals = self._byte_values[codes].view(len(codes), -1)
-        return F.normalize(residuals.add_(self._centroids[self._token_centroids[token_rows]]), dim=1)
+        return F.normalize(
+            residuals.add_(self._centroids[self._token_centroids[token_rows]]), dim=1
+        )
 
     def _search_one(self, query: Tensor, k: int) -> Results:
         """PLAID's stages for one query [Lq, D]: probe, prune by centroid scores, re-rank."""
