@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import string
 from pathlib import Path
 
 import pytest
@@ -64,6 +65,16 @@ def _reference(folder, projection, markers, lengths, skipped, attend, query, doc
     q = embed(query, markers[0], lengths[0], True)
     d = embed(document, markers[1], lengths[1], False)
     return float((q @ d.T).max(dim=1).values.sum())
+
+
+def _assert_reference_scores(model, folder, projection, markers, lengths, skipped) -> None:
+    """The model's scores of QUERY against DOCUMENTS equal the reference pipeline's."""
+    scores = model.scores([QUERY] * len(DOCUMENTS), DOCUMENTS)
+    expected = [
+        _reference(folder, projection, markers, lengths, skipped, False, QUERY, document)
+        for document in DOCUMENTS
+    ]
+    assert scores.tolist() == pytest.approx(expected, abs=1e-4)
 
 
 @pytest.fixture(scope="module")
@@ -138,21 +149,9 @@ def test_a_pylate_folder_loads_with_its_markers_lengths_and_skiplist(pylate_fold
     assert sorted(model.skiplist_ids.tolist()) == sorted(
         saved_tokenizer.convert_tokens_to_ids([",", ".", "(", ")"])
     )
-    scores = model.scores([QUERY] * len(DOCUMENTS), DOCUMENTS)
-    expected = [
-        _reference(
-            folder,
-            projection,
-            ["[Q] ", "[D] "],
-            (24, 40),
-            [",", ".", "(", ")"],
-            False,
-            QUERY,
-            document,
-        )
-        for document in DOCUMENTS
-    ]
-    assert scores.tolist() == pytest.approx(expected, abs=1e-4)
+    _assert_reference_scores(
+        model, folder, projection, ["[Q] ", "[D] "], (24, 40), [",", ".", "(", ")"]
+    )
 
 
 def test_a_stanford_colbert_folder_loads_with_its_metadata_and_linear_layer(stanford_folder):
@@ -165,22 +164,10 @@ def test_a_stanford_colbert_folder_loads_with_its_metadata_and_linear_layer(stan
     assert torch.equal(model.projection.weight, projection)
     vocabulary = transformers.AutoTokenizer.from_pretrained(folder).convert_tokens_to_ids
     assert model.query_marker_id == vocabulary("[unused0]")  # in BERT's vocabulary already
-    scores = model.scores([QUERY] * len(DOCUMENTS), DOCUMENTS)
-    punctuation = [symbol for symbol in "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"]
-    expected = [
-        _reference(
-            folder,
-            projection,
-            ["[unused0]", "[unused1]"],
-            (20, 48),
-            punctuation,
-            False,
-            QUERY,
-            document,
-        )
-        for document in DOCUMENTS
-    ]
-    assert scores.tolist() == pytest.approx(expected, abs=1e-4)
+    punctuation = list(string.punctuation)
+    _assert_reference_scores(
+        model, folder, projection, ["[unused0]", "[unused1]"], (20, 48), punctuation
+    )
 
 
 def test_a_folder_in_no_known_format_fails_in_one_line(tmp_path):

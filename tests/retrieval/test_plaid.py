@@ -14,31 +14,16 @@ from research.retrieval.configs import check_search
 from research.retrieval.exact import ExactSearcher
 from research.retrieval.plaid import PlaidIndex, pack, unpack
 from research.retrieval.searchers import load_searcher
+from tests.helpers.token_corpora import clustered as clustered_corpus
+from tests.helpers.token_corpora import normalise
 
 DIM = 32
 
 
-def normalise(x: Tensor) -> Tensor:
-    return x / x.norm(dim=-1, keepdim=True)
-
-
 @pytest.fixture(scope="module")
 def clustered() -> tuple[list[str], list[Tensor], list[Tensor], list[str]]:
-    """1500 documents of 4-16 tokens around 256 "vocabulary" directions (ColBERT's tokens
-    cluster by token, PLAID's premise), and 20 queries that are noisy copies of documents."""
-    generator = torch.Generator().manual_seed(0)
-    vocabulary = normalise(torch.randn(256, DIM, generator=generator))
-
-    def noisy(tokens: Tensor) -> Tensor:
-        return normalise(tokens + 0.05 * torch.randn(tokens.shape, generator=generator))
-
-    lengths = torch.randint(4, 17, (1500,), generator=generator).tolist()
-    documents = [
-        noisy(vocabulary[torch.randint(0, 256, (n,), generator=generator)]) for n in lengths
-    ]
-    ids = [f"doc-{i}" for i in range(len(documents))]
-    chosen = torch.randperm(len(documents), generator=generator)[:20].tolist()
-    return ids, documents, [noisy(documents[i]) for i in chosen], [ids[i] for i in chosen]
+    """1500 documents of 4-16 tokens around 256 "vocabulary" directions, 20 noisy-copy queries."""
+    return clustered_corpus(1500, 256, DIM, (4, 16), 20)
 
 
 def overlap(found, expected) -> float:

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import pytest
-import torch
-from torch import Tensor
 from voyager import Index
 
 from research.retrieval.exact import ExactSearcher
 from research.retrieval.searchers import load_searcher
 from research.retrieval.voyager import VoyagerIndex
+from tests.helpers.token_corpora import clustered as clustered_corpus
 from tests.retrieval.test_exact import (
     assert_no_pickle,
     assert_same_results,
@@ -19,35 +18,16 @@ from tests.retrieval.test_exact import (
 )
 
 
-def normalise(x: Tensor) -> Tensor:
-    return x / x.norm(dim=-1, keepdim=True)
-
-
 @pytest.fixture(scope="module")
 def clustered():
-    """2000 documents of 4-12 tokens drawn around 1024 "vocabulary" directions (D=32), and 30
-    queries that are noisy copies of chosen documents' tokens.
-
-    ColBERT's token embeddings cluster by token (the premise of PLAID's centroids); uniformly
-    random tokens have no neighbourhoods, so a token index's recall on them means nothing.
-    """
-    generator = torch.Generator().manual_seed(0)
-    vocabulary = normalise(torch.randn(1024, 32, generator=generator))
-
-    def noisy(tokens: Tensor) -> Tensor:
-        return normalise(tokens + 0.05 * torch.randn(tokens.shape, generator=generator))
-
-    lengths = torch.randint(4, 13, (2000,), generator=generator).tolist()
-    documents = [
-        noisy(vocabulary[torch.randint(0, 1024, (n,), generator=generator)]) for n in lengths
-    ]
-    ids = [f"doc-{i}" for i in range(len(documents))]
-    chosen = torch.randperm(len(documents), generator=generator)[:30].tolist()
+    """2000 documents of 4-12 tokens around 1024 "vocabulary" directions (D=32), and 30
+    queries that are noisy copies of chosen documents' tokens."""
+    ids, documents, query_list, sources = clustered_corpus(2000, 1024, 32, (4, 12), 30)
     index = VoyagerIndex(ef_construction=100)
     index.add(ids, documents)
     exact = ExactSearcher()
     exact.add(ids, documents)
-    return index, exact, [noisy(documents[i]) for i in chosen], [ids[i] for i in chosen]
+    return index, exact, query_list, sources
 
 
 def test_voyager_top10_agrees_with_exact_search(clustered):
