@@ -5,8 +5,8 @@ one uses: `VoyagerIndex` (voyager.py) extends it and scores its candidates with 
 Documents are kept as one flat [n_tokens, D] matrix plus offsets (document i owns rows
 offsets[i]:offsets[i + 1]), so a saved folder is a safetensors file and a JSON manifest -- never
 a pickle. Search never pads: a block of whole documents is scored with one matmul against the
-queries' flat tokens and a segment max over document offsets (`maxsim_flat`), which keeps one
-query within 1.5x of a plain matmul of the same FLOPs (benchmarks/colbert.py prints the ratio).
+queries' flat tokens and a segment max over document offsets (`maxsim_flat`);
+benchmarks/colbert_index.py prints its time over a plain matmul of the same FLOPs.
 """
 
 from __future__ import annotations
