@@ -95,6 +95,7 @@ def test_research_index_builds_a_saved_index_over_a_beir_corpus(trained: Path, t
     assert main(args) == 0
     index = load_searcher(out)
     assert index.kind == "plaid" and len(index) == 18 and index.config.centroids == 8
+    capsys.readouterr()  # the build's own output (progress bar, faiss's small-sample warning)
     assert main(args) == 2  # the folder exists now: nothing is overwritten
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert line == f"research-index: error: out {out} already exists; give a new folder " + (
