@@ -163,7 +163,9 @@ def test_loading_a_folder_that_is_not_an_index_names_path_and_kinds(tmp_path):
 
 def test_loading_an_unknown_kind_names_path_and_kinds(tmp_path):
     (tmp_path / "manifest.json").write_text(json.dumps({"kind": "faiss", "params": {}}))
-    with pytest.raises(ValueError, match="unknown kind 'faiss'; valid kinds: exact, voyager, ") as e:
+    with pytest.raises(
+        ValueError, match="unknown kind 'faiss'; valid kinds: exact, voyager, "
+    ) as e:
         load_searcher(tmp_path)
     assert str(tmp_path) in str(e.value) and "\n" not in str(e.value)
 
