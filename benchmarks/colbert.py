@@ -15,12 +15,15 @@ One run, the same backbone (the packaged all-MiniLM-L6-v2, offline) and the same
   those documents (printed as a check) and agreement measures the index, not noise.
   PyLate's PLAID index needs fast-plaid >= 1.4.6.270, which pins torch 2.11; the only
   fast-plaid pip resolves beside torch 2.14.1 (1.1.0) fails in `pylate.indexes.PLAID`
-  (TypeError: unexpected keyword 'low_memory'), so PLAID is not measured.
-Each timing is the median of `--repeats` runs after a warm-up, ours and PyLate's taken in turn
-so that load on a shared machine falls on both; torch threads as torch sets them unless
-`--threads` (on a loaded machine, 2 threads on 2 cores wait on each other at every parallel op).
-Prints a markdown table; the last column is ours/PyLate in speed (>= 1.0: ours is faster;
-target >= 1.0 on encoding and scoring on CPU).
+  (TypeError: unexpected keyword 'low_memory'), so PLAID is not measured. The only fast-plaid
+  on the index today, 1.7.0.2110, pins torch==2.11.0 (its wheel's metadata). Our own PLAID-class
+  index is measured against exact search in benchmarks/colbert_index.py.
+Ours and PyLate's run in turn (A B A B: `--repeats` pairs for encoding and MaxSim, one pair per
+query for search) after a warm-up, so that load on a shared machine falls on both; the speed-up
+column is the median of the per-pair ratios with their min-max; torch threads as torch sets
+them unless `--threads` (on a loaded machine, 2 threads on 2 cores wait on each other at every
+parallel op). Prints a markdown table; the last column is how many times faster ours is
+(>= 1.0: ours is faster; target >= 1.0 on encoding and scoring on CPU).
 
 PyLate is installed only for this benchmark, in its own virtualenv (pylate 1.6.0 pins
 transformers<=5.3.0, sentence-transformers==5.3.0 and fast-plaid, which would replace torch).
@@ -64,18 +67,33 @@ from research.retrieval.voyager import VoyagerIndex
 QUERY_TOKENS = 32
 DIM = 128
 K = 10
-Row = tuple[str, float | None, float | None, str]  # measure, ours, PyLate, unit
+# measure, ours, PyLate, unit, speed-ups of ours over PyLate measured pair by pair
+Row = tuple[str, float | None, float | None, str, list[float]]
 
 
-def in_turn(runs: dict[str, Callable[[], object]], repeats: int) -> dict[str, float]:
-    """Median seconds of each callable over `repeats` rounds (callers warm them up first)."""
+def in_turn(runs: dict[str, Callable[[], object]], repeats: int) -> dict[str, list[float]]:
+    """Seconds of each callable in `repeats` rounds, ours then PyLate's in every round (A B A B),
+    so that load on a shared machine falls on both (callers warm them up first)."""
     seconds: dict[str, list[float]] = {name: [] for name in runs}
     for _ in range(repeats):
         for name, run in runs.items():
             start = time.perf_counter()
             run()
             seconds[name].append(time.perf_counter() - start)
-    return {name: statistics.median(values) for name, values in seconds.items()}
+    return seconds
+
+
+def paired(seconds: dict[str, list[float]], work: float, measure: str, unit_name: str) -> Row:
+    """A row of median throughputs (`work` per second) and the per-round speed-ups."""
+    ours, theirs = seconds["ours"], seconds["pylate"]
+    ratios = [b / a for a, b in zip(ours, theirs, strict=True)]
+    return (
+        measure,
+        work / statistics.median(ours),
+        work / statistics.median(theirs),
+        unit_name,
+        ratios,
+    )
 
 
 def unit(*shape: int, generator: torch.Generator) -> Tensor:
@@ -118,7 +136,7 @@ def encoding(args: argparse.Namespace, backbone: str) -> list[Row]:
     )
     seconds = in_turn(runs, args.repeats)
     name = f"encode {len(documents)} documents (<= {args.document_length} tokens)"
-    return [(name, len(documents) / seconds["ours"], len(documents) / seconds["pylate"], "docs/s")]
+    return [paired(seconds, len(documents), name, "docs/s")]
 
 
 def scoring(args: argparse.Namespace) -> list[Row]:
@@ -158,9 +176,8 @@ def scoring(args: argparse.Namespace) -> list[Row]:
         f"{args.chunk_size} documents; largest score difference {gap:.1e}"
     )
     seconds = in_turn({"ours": ours, "pylate": theirs}, args.repeats)
-    pairs = n_queries * n_documents
     name = f"MaxSim {n_queries} queries x {n_documents // 1000}k documents"
-    return [(name, pairs / seconds["ours"], pairs / seconds["pylate"], "scores/s")]
+    return [paired(seconds, n_queries * n_documents, name, "scores/s")]
 
 
 def random_corpus(
@@ -210,6 +227,22 @@ def latency(top: Callable[[Tensor], list[str]], queries: list[Tensor]) -> tuple[
     return statistics.median(seconds), rankings
 
 
+def latency_in_turn(
+    tops: dict[str, Callable[[Tensor], list[str]]], queries: list[Tensor]
+) -> tuple[dict[str, list[float]], dict[str, list[list[str]]]]:
+    """Per-query seconds and top ids of each searcher, taking the queries in turn (A B A B)."""
+    for top in tops.values():
+        top(queries[0])  # warm-up
+    seconds = {name: [] for name in tops}
+    rankings = {name: [] for name in tops}
+    for query in queries:
+        for name, top in tops.items():
+            start = time.perf_counter()
+            rankings[name].append(top(query))
+            seconds[name].append(time.perf_counter() - start)
+    return seconds, rankings
+
+
 def agreement(rankings: list[list[str]], exact: list[list[str]]) -> float:
     return statistics.mean(len(set(a) & set(b)) / K for a, b in zip(rankings, exact, strict=True))
 
@@ -236,23 +269,32 @@ def hnsw_rows(
     start = time.perf_counter()
     ours.add(ids, corpus)
     ours_build = time.perf_counter() - start
-    ours_seconds, ours_ranks = latency(partial(ours_top, ours), queries)
-    del ours
     with tempfile.TemporaryDirectory() as folder:
         theirs = indexes.Voyager(index_folder=folder, override=True, embedding_size=DIM, **hnsw)
         start = time.perf_counter()
         theirs.add_documents(documents_ids=ids, documents_embeddings=corpus)
         theirs_build = time.perf_counter() - start
-        top = partial(pylate_top, Quiet(index=theirs), args.candidates_per_token)
-        theirs_seconds, theirs_ranks = latency(top, queries)
+        tops = {
+            "ours": partial(ours_top, ours),
+            "pylate": partial(pylate_top, Quiet(index=theirs), args.candidates_per_token),
+        }
+        seconds, ranks = latency_in_turn(tops, queries)
+    per_query = [b / a for a, b in zip(seconds["ours"], seconds["pylate"], strict=True)]
     return [
-        (f"voyager build, {label}", ours_build, theirs_build, "s"),
-        (f"voyager search, {label}", ours_seconds * 1e3, theirs_seconds * 1e3, "ms/query"),
+        (f"voyager build, {label}", ours_build, theirs_build, "s", [theirs_build / ours_build]),
+        (
+            f"voyager search, {label}",
+            statistics.median(seconds["ours"]) * 1e3,
+            statistics.median(seconds["pylate"]) * 1e3,
+            "ms/query",
+            per_query,
+        ),
         (
             f"voyager top-{K} agreement with exact, {label}",
-            agreement(ours_ranks, truth),
-            agreement(theirs_ranks, truth),
+            agreement(ranks["ours"], truth),
+            agreement(ranks["pylate"], truth),
             "fraction",
+            [],
         ),
     ]
 
@@ -283,7 +325,7 @@ def search(args: argparse.Namespace) -> list[Row]:
             f"{label}: exact searcher stores them in {stored:.1f} s; its top {K} holds "
             f"{found:.0%} of the planted documents"
         )
-        rows.append((f"exact search, {label}", seconds * 1e3, None, "ms/query"))
+        rows.append((f"exact search, {label}", seconds * 1e3, None, "ms/query", []))
         del exact
         if size not in args.index_sizes:
             not_indexed[label] = n_tokens
@@ -301,15 +343,18 @@ def search(args: argparse.Namespace) -> list[Row]:
 
 
 def table(rows: list[Row]) -> str:
-    """Markdown; speed-up = ours/PyLate in throughput (PyLate/ours for times)."""
-    lines = ["| measure | ours | PyLate | unit | speed-up |", "|---|---|---|---|---|"]
-    for name, ours, theirs, unit_name in rows:
-        if theirs is None or unit_name == "fraction":
-            ratio = "-"
-        elif unit_name.endswith("/s"):
-            ratio = f"{ours / theirs:.2f}x"
-        else:
-            ratio = f"{theirs / ours:.2f}x"
+    """Markdown; speed-up = how many times faster ours is, the median of the pairs measured in
+    turn with their min-max and count."""
+    lines = [
+        "| measure | ours | PyLate | unit | speed-up, median (min-max, pairs) |",
+        "|---|---|---|---|---|",
+    ]
+    for name, ours, theirs, unit_name, ratios in rows:
+        ratio = (
+            f"{statistics.median(ratios):.2f}x ({min(ratios):.2f}-{max(ratios):.2f}, {len(ratios)})"
+            if ratios
+            else "-"
+        )
         cells = [
             "-" if v is None else f"{v:,.0f}" if v >= 100 else f"{v:.3g}" for v in (ours, theirs)
         ]
@@ -339,7 +384,7 @@ def main() -> None:
     parser.add_argument("--ef-construction", type=int, default=64)
     parser.add_argument("--ef-search", type=int, default=64)
     parser.add_argument("--candidates-per-token", type=int, default=32)
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=5, help="pairs (ours, PyLate) timed")
     parser.add_argument(
         "--threads", type=int, help="torch threads (default: torch's own, one per core)"
     )

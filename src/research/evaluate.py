@@ -17,7 +17,9 @@ from research.tracking.record import RunRecord
 from research.tracking.run_dir import CHECKPOINT_DIR
 
 
-def _checkpoint(run_dir: Path, which: str) -> Path:
+def checkpoint_of(run_dir: Path, which: str) -> Path:
+    """The checkpoint file `which` (best, last or a path) of a run dir; a one-line error if the
+    run saved no such checkpoint."""
     if which in ("best", "last"):
         path = run_dir / CHECKPOINT_DIR / f"{which}.ckpt"
         if not path.is_file():
@@ -32,7 +34,7 @@ def _checkpoint(run_dir: Path, which: str) -> Path:
 def _evaluate(config: dict[str, Any], record: RunRecord, _: list[Logger]) -> Any:
     source = Path(config["run_dir"]).expanduser().resolve()
     train_config = saved_run_config(source, config.get("overrides") or [])
-    checkpoint = _checkpoint(source, config["ckpt"])
+    checkpoint = checkpoint_of(source, config["ckpt"])
     read_checkpoint(checkpoint)
     L.seed_everything(train_config["seed"], verbose=False)
     datamodule, module = build_task(train_config)

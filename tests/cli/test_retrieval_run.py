@@ -74,10 +74,44 @@ def test_research_eval_with_the_voyager_index_agrees_on_a_tiny_corpus(trained: P
     assert final["test/ndcg@10"] == pytest.approx(metrics(trained)["best"]["test/ndcg@10"])
 
 
+def test_research_eval_with_the_plaid_index_on_a_tiny_corpus(trained: Path, workdir):
+    plaid = ["model.search.kind=plaid", "model.search.centroids=16", "model.search.probes=16"]
+    change = "overrides=[" + ",".join(f'"{o}"' for o in [*plaid, "model.search.nbits=4"]) + "]"
+    done = run_cli("research-eval", f"run_dir={trained}", change, cwd=workdir)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (evaluation,) = run_dirs(workdir, task="eval")
+    final = metrics(evaluation)["final"]
+    # Every document is a candidate (all centroids probed); only decompression differs.
+    assert final["test/ndcg@10"] == pytest.approx(metrics(trained)["best"]["test/ndcg@10"], abs=0.1)
+
+
+def test_research_index_builds_a_saved_index_over_a_beir_corpus(trained: Path, tmp_path, capsys):
+    from research.index import main
+    from research.retrieval import load_searcher
+
+    corpus = write_beir(tmp_path / "beir")
+    out = tmp_path / "index"
+    args = [str(trained), str(corpus), str(out), "--kind", "plaid", "--param", "centroids=8"]
+    assert main(args) == 0
+    index = load_searcher(out)
+    assert index.kind == "plaid" and len(index) == 18 and index.config.centroids == 8
+    capsys.readouterr()  # the build's own output (progress bar, faiss's small-sample warning)
+    assert main(args) == 2  # the folder exists now: nothing is overwritten
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line == f"research-index: error: out {out} already exists; give a new folder " + (
+        "(nothing is overwritten)"
+    )
+    bad = [str(trained), str(corpus), str(tmp_path / "x"), "--kind", "plaid", "--param", "nbits=3"]
+    assert main(bad) == 2
+    assert "search.nbits=3 is not valid; choose one of: 1, 2, 4, 8" in capsys.readouterr().err
+
+
 def test_unknown_search_kind_is_a_one_line_config_error(workdir: Path):
     done = run_cli(
         "research-train", *TINY, "data.path=/nowhere", "model.search.kind=faiss", cwd=workdir
     )
     assert done.returncode == 2
     (line,) = done.stderr.strip().splitlines()
-    assert line.endswith("model.search.kind='faiss' is not valid; choose one of: exact, voyager")
+    assert line.endswith(
+        "model.search.kind='faiss' is not valid; choose one of: exact, voyager, plaid"
+    )

@@ -85,7 +85,7 @@ def test_missing_folder_file_or_split_fail_in_one_line_naming_what_exists(folder
     assert str(tmp_path / "nope") in str(err.value)
     with pytest.raises(FileNotFoundError) as err:
         load_beir_folder(folder, "validation")
-    assert str(err.value).endswith("the splits in " + str(folder) + " are: dev, test, train")
+    assert ("the splits in " + str(folder) + " are: dev, test, train (") in str(err.value)
     (folder / "queries.jsonl").unlink()
     with pytest.raises(FileNotFoundError, match="queries.jsonl not found"):
         load_beir_folder(folder, "test")
@@ -238,3 +238,30 @@ def test_a_malformed_json_line_is_a_one_line_error_naming_file_and_line(folder: 
     corpus.write_text(corpus.read_text() + '{"title": "no id"}\n')
     with pytest.raises(ValueError, match=r"corpus.jsonl:41 must be a JSON object with an _id"):
         load_beir_folder(folder, "train")
+
+
+def test_eval_corpus_full_is_said_loudly_with_what_it_searches(folder: Path, caplog):
+    with caplog.at_level("WARNING", logger="research.data.beir.datamodule"):
+        full = _module(folder, eval_corpus="full")
+    described = full.retrieval_split("test").described
+    assert "10 test queries search the FULL corpus, 40 documents" in described
+    assert "of which 10 are judged by them" in described and "eval_corpus=split" in described
+    assert described in caplog.text  # a corpus mixing splits warns
+    split = _module(folder, eval_corpus="split").retrieval_split("test").described
+    assert split.endswith("test: 10 test queries search the 10 documents they judge")
+
+
+def test_val_fraction_validates_on_held_out_train_queries_without_a_dev_split(folder: Path):
+    (folder / "qrels" / "dev.tsv").unlink()
+    with pytest.raises(FileNotFoundError, match=r"data\.val_fraction=0\.1 validates on a tenth"):
+        _module(folder)
+    module = _module(folder, val_fraction=0.25, eval_corpus="split")
+    val = module.retrieval_split("val")
+    train_queries = {f"q{i}" for i in range(20)}
+    assert len(val.queries) == 5 and set(val.queries) <= train_queries
+    assert set(val.corpus) == {doc for docs in val.qrels.values() for doc in docs}
+    trained = {query for query, _, _ in module.splits["train"].examples}
+    assert trained and not trained & set(val.queries)  # held out of training
+    assert "5 queries held out of train (val_fraction=0.25)" in val.described
+    again = _module(folder, val_fraction=0.25, eval_corpus="split").retrieval_split("val")
+    assert again.queries == val.queries  # seeded

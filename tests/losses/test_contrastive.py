@@ -54,7 +54,7 @@ def test_target_is_the_first_document_of_each_group():
     # Now query 0's target scores 0.5 (not 1) and query 1's scores 1 (not 2).
     rows = [([0.5, 1.0, 1.0, 0.0], 0), ([0.0, 0.0, 1.0, 2.0], 2)]
     expected = sum(-r[t] + math.log(sum(math.exp(s) for s in r)) for r, t in rows) / 2
-    loss = Contrastive()(queries, query_mask, swapped, document_mask)
+    loss = Contrastive(temperature=1.0)(queries, query_mask, swapped, document_mask)
     assert loss.item() == pytest.approx(expected)
 
 

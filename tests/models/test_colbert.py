@@ -188,10 +188,14 @@ def test_embedding_size_override_that_contradicts_the_weights_fails(saved):
 
 
 def test_loading_a_folder_that_is_not_a_saved_colbert_fails(tmp_path):
-    with pytest.raises(FileNotFoundError, match="colbert_config.json, model.safetensors, config"):
+    with pytest.raises(FileNotFoundError, match="is not a ColBERT checkpoint folder: expected"):
         ColBERT.from_pretrained(tmp_path / "nowhere")
+    (tmp_path / "partial").mkdir()
+    (tmp_path / "partial" / "colbert_config.json").write_text("{}")
+    with pytest.raises(FileNotFoundError, match="missing model.safetensors, config.json \\("):
+        ColBERT.from_pretrained(tmp_path / "partial")
     # A plain Hugging Face model folder has weights and config.json but no ColBERT config.
-    with pytest.raises(FileNotFoundError, match="missing colbert_config.json \\(") as error:
+    with pytest.raises(FileNotFoundError, match="expected colbert_config.json") as error:
         ColBERT.from_pretrained(default_backbone())
     assert "\n" not in str(error.value)
 

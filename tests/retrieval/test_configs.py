@@ -23,7 +23,7 @@ from research.retrieval.configs import SEARCH_CONFIGS, VoyagerConfig, check_sear
         ({"k": 0}, "model.search.k=0 must be a positive integer"),
         ({"k": True}, "model.search.k=True must be a positive integer"),
         ({"kind": "voyager", "M": 1}, "model.search.M=1 is out of range; it must be >= 2"),
-        ({"chunk_size": 2.5}, "model.search.chunk_size=2.5 must be int"),
+        ({"memory_budget_mb": "x"}, "model.search.memory_budget_mb='x' must be float"),
     ],
 )
 def test_check_search_fails_in_one_line(search, message):
@@ -33,7 +33,7 @@ def test_check_search_fails_in_one_line(search, message):
 
 
 def test_check_search_accepts_every_declared_parameter():
-    check_search("model", {"kind": "exact", "k": 100, "chunk_size": 1024})
+    check_search("model", {"kind": "exact", "k": 100, "memory_budget_mb": 64})
     check_search("model", {"kind": "voyager", "k": 10, **VoyagerConfig().as_dict()})
     check_search("model", {})
 

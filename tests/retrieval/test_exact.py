@@ -58,10 +58,11 @@ def assert_same_results(got, expected) -> None:
         assert all(a >= b for (_, a), (_, b) in zip(got_one, got_one[1:], strict=False))
 
 
-@pytest.mark.parametrize("chunk_size", [1, 7, 64, 1000])
-def test_exact_search_equals_a_loop_over_documents(chunk_size):
+# 1e-5 MiB holds fewer similarities than one document has: one document per block.
+@pytest.mark.parametrize("memory_budget_mb", [1e-5, 0.002, 0.01, 256])
+def test_exact_search_equals_a_loop_over_documents(memory_budget_mb):
     ids, documents = corpus(64, seed=0)
-    searcher = ExactSearcher(chunk_size=chunk_size)
+    searcher = ExactSearcher(memory_budget_mb=memory_budget_mb)
     searcher.add(ids, documents)
     query_list = queries(5, seed=1)
     assert_same_results(
@@ -71,7 +72,7 @@ def test_exact_search_equals_a_loop_over_documents(chunk_size):
 
 def test_k_larger_than_the_corpus_returns_the_whole_corpus_sorted():
     ids, documents = corpus(9, seed=2)
-    searcher = ExactSearcher(chunk_size=4)
+    searcher = ExactSearcher(memory_budget_mb=0.001)
     searcher.add(ids, documents)
     query_list = queries(3, seed=3)
     results = searcher.search(query_list, k=50)
@@ -81,7 +82,7 @@ def test_k_larger_than_the_corpus_returns_the_whole_corpus_sorted():
 
 def test_adding_in_several_calls_equals_adding_at_once():
     ids, documents = corpus(30, seed=4)
-    at_once, in_parts = ExactSearcher(chunk_size=8), ExactSearcher(chunk_size=8)
+    at_once, in_parts = ExactSearcher(memory_budget_mb=0.001), ExactSearcher(memory_budget_mb=0.001)
     at_once.add(ids, documents)
     for start, end in ((0, 11), (11, 12), (12, 30)):
         in_parts.add(ids[start:end], documents[start:end])
@@ -128,11 +129,11 @@ def test_search_rejects_a_query_of_another_dimension_and_k_below_one():
 
 def test_save_and_load_round_trip_without_pickle(tmp_path):
     ids, documents = corpus(40, seed=9)
-    searcher = ExactSearcher(chunk_size=16)
+    searcher = ExactSearcher(memory_budget_mb=16)
     searcher.add(ids, documents)
     searcher.save(tmp_path / "exact")
     loaded = load_searcher(tmp_path / "exact")
-    assert isinstance(loaded, ExactSearcher) and loaded.config.chunk_size == 16
+    assert isinstance(loaded, ExactSearcher) and loaded.config.memory_budget_mb == 16
     query_list = queries(4, seed=10)
     assert loaded.search(query_list, k=10) == searcher.search(query_list, k=10)
     assert ExactSearcher.load(tmp_path / "exact").search(query_list, k=3) == searcher.search(
@@ -161,14 +162,16 @@ def test_loading_a_folder_that_is_not_an_index_names_path_and_kinds(tmp_path):
 
 
 def test_loading_an_unknown_kind_names_path_and_kinds(tmp_path):
-    (tmp_path / "manifest.json").write_text(json.dumps({"kind": "plaid", "params": {}}))
-    with pytest.raises(ValueError, match="unknown kind 'plaid'; valid kinds: exact, voyager") as e:
+    (tmp_path / "manifest.json").write_text(json.dumps({"kind": "faiss", "params": {}}))
+    with pytest.raises(
+        ValueError, match="unknown kind 'faiss'; valid kinds: exact, voyager, "
+    ) as e:
         load_searcher(tmp_path)
     assert str(tmp_path) in str(e.value) and "\n" not in str(e.value)
 
 
 def test_build_searcher_makes_each_kind_and_names_the_valid_ones():
-    assert isinstance(build_searcher("exact", chunk_size=5), ExactSearcher)
+    assert isinstance(build_searcher("exact", memory_budget_mb=5), ExactSearcher)
     assert build_searcher("voyager").kind == "voyager"
     with pytest.raises(ValueError, match="unknown searcher kind 'faiss'; valid kinds: exact, "):
         build_searcher("faiss")
@@ -177,9 +180,17 @@ def test_build_searcher_makes_each_kind_and_names_the_valid_ones():
 @pytest.mark.parametrize(
     ("kind", "params", "message"),
     [
-        ("exact", {"chunk_size": 0}, "ExactSearch.chunk_size=0 is out of range; it must be >= 1"),
-        ("exact", {"chunk_size": 2.5}, "ExactSearch.chunk_size=2.5 must be int"),
-        ("exact", {"chunksize": 8}, "chunksize is not an option of .*; valid options: chunk_size"),
+        (
+            "exact",
+            {"memory_budget_mb": 0},
+            "ExactSearch.memory_budget_mb=0.0 is out of range; it must be > 0",
+        ),
+        ("exact", {"memory_budget_mb": "x"}, "ExactSearch.memory_budget_mb='x' must be float"),
+        (
+            "exact",
+            {"budget": 8},
+            "budget is not an option of .*; valid options: memory_budget_mb",
+        ),
         ("voyager", {"candidates_per_token": 0}, "Voyager.candidates_per_token=0 is out of range"),
         ("voyager", {"M": 1}, "Voyager.M=1 is out of range; it must be >= 2"),
         ("voyager", {"ef_search": -3}, "Voyager.ef_search=-3 is out of range; it must be >= 1"),

@@ -176,6 +176,9 @@ class BEIRDataConfig(RetrievalDataConfig):
     train_split: str = "train"
     val_split: str = "dev"
     test_split: str = "test"
+    # Validate on this fraction of the train split's queries (held out of training) instead of
+    # the val_split qrels: for datasets without qrels/dev.tsv. null: use val_split.
+    val_fraction: float | None = spec(None, gt=0.0, lt=1.0)
 
     def check(self, at: str) -> None:
         if (self.path is None) == (self.name is None):

@@ -90,8 +90,11 @@ class ColBERT(nn.Module):
         self.query_marker_id, self.document_marker_id = tokenizer.convert_tokens_to_ids(markers)
         first = tokenizer("")["input_ids"][:1]
         self.marker_position = 1 if first and first[0] in tokenizer.all_special_ids else 0
-        punctuation = tokenizer.convert_tokens_to_ids(list(string.punctuation))
-        skiplist = sorted({i for i in punctuation if i not in (None, tokenizer.unk_token_id)})
+        words = config.skiplist_words
+        skipped = tokenizer.convert_tokens_to_ids(
+            list(string.punctuation if words is None else words)
+        )
+        skiplist = sorted({i for i in skipped if i not in (None, tokenizer.unk_token_id)})
         self.register_buffer(
             "skiplist_ids", torch.tensor(skiplist, dtype=torch.long), persistent=False
         )
@@ -230,9 +233,22 @@ class ColBERT(nn.Module):
 
     @classmethod
     def from_pretrained(cls, path: str | Path, **overrides: Any) -> ColBERT:
-        """Rebuild a model saved with `save_pretrained`; overrides replace saved arguments
-        (lengths, flags), except those the weights fix (FIXED_BY_WEIGHTS)."""
+        """Rebuild a model saved with `save_pretrained`, or load a PyLate model folder or a
+        Stanford colbert-ai checkpoint folder with its markers, lengths and skiplist
+        (research.models.colbert_formats). Overrides replace saved arguments (lengths, flags),
+        except those the weights fix (FIXED_BY_WEIGHTS)."""
+        from research.models import colbert_formats as formats
+
         folder = Path(path)
+        kind = formats.checkpoint_format(folder)
+        if kind != "ours":
+            read = formats.read_pylate if kind == "pylate" else formats.read_stanford
+            foreign = read(folder)
+            saved = {**foreign.settings, "backbone": str(foreign.encoder)}
+            model = cls._assemble(folder, saved, overrides, foreign.encoder, pretrained=True)
+            with torch.no_grad():
+                model.projection.weight.copy_(foreign.projection)
+            return model
         needed = (CONFIG_FILE, WEIGHTS_FILE, BACKBONE_CONFIG_FILE)
         missing = [name for name in needed if not (folder / name).is_file()]
         if missing:
@@ -241,6 +257,21 @@ class ColBERT(nn.Module):
                 f"(ColBERT.save_pretrained writes {', '.join(needed)})"
             )
         saved = json.loads((folder / CONFIG_FILE).read_text())
+        model = cls._assemble(folder, saved, overrides, folder, pretrained=False)
+        model.load_state_dict(load_file(str(folder / WEIGHTS_FILE)))
+        return model
+
+    @classmethod
+    def _assemble(
+        cls,
+        folder: Path,
+        saved: dict[str, Any],
+        overrides: dict[str, Any],
+        encoder: Path,
+        pretrained: bool,
+    ) -> ColBERT:
+        """A model with the saved settings and overrides on the encoder in `encoder`: its
+        weights loaded (`pretrained`) or only its architecture (weights loaded after)."""
         for name in FIXED_BY_WEIGHTS:
             if name in overrides and overrides[name] != saved[name]:
                 raise ValueError(
@@ -248,15 +279,17 @@ class ColBERT(nn.Module):
                     f"{name}={saved[name]!r} ({folder}); drop the {name} override"
                 )
         config = ColBERTConfig.build(params={**saved, **overrides})
-        transformers = _import_transformers(folder)
+        transformers = _import_transformers(encoder)
+        backbone = (
+            transformers.AutoModel.from_pretrained(encoder)
+            if pretrained
+            else transformers.AutoModel.from_config(
+                transformers.AutoConfig.from_pretrained(encoder)
+            )
+        )
         model = cls.__new__(cls)
         nn.Module.__init__(model)
-        model._setup(
-            config,
-            transformers.AutoModel.from_config(transformers.AutoConfig.from_pretrained(folder)),
-            transformers.AutoTokenizer.from_pretrained(folder),
-        )
-        model.load_state_dict(load_file(str(folder / WEIGHTS_FILE)))
+        model._setup(config, backbone, transformers.AutoTokenizer.from_pretrained(encoder))
         return model
 
     def extra_repr(self) -> str:

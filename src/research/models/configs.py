@@ -138,6 +138,8 @@ class ColBERTConfig(Schema):
     max_length_document: int = spec(350, ge=4)
     attend_to_expansion_tokens: bool = False
     skiplist_punctuation: bool = True
+    # The tokens skipped (with skiplist_punctuation); null: string.punctuation, one per symbol.
+    skiplist_words: list[str] | None = None
     query_marker: str = "[Q]"
     document_marker: str = "[D]"
 

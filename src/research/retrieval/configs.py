@@ -18,10 +18,11 @@ from research.config.schema import Schema, check_node, fail, spec
 
 @dataclass
 class ExactSearchConfig(Schema):
-    """Brute-force MaxSim; `chunk_size` documents are scored at a time."""
+    """Brute-force MaxSim; the similarities of one block of documents against the queries take
+    at most `memory_budget_mb` MiB (one query of 32 tokens: 256 MiB holds 2M document tokens)."""
 
     targets = ("research.retrieval.exact.ExactSearcher",)
-    chunk_size: int = spec(1024, ge=1)
+    memory_budget_mb: float = spec(256.0, gt=0)
 
 
 @dataclass
@@ -37,9 +38,27 @@ class VoyagerConfig(ExactSearchConfig):
     candidates_per_token: int = spec(32, ge=1)
 
 
+@dataclass
+class PlaidConfig(ExactSearchConfig):
+    """PLAID-class compressed index (Santhanam et al. 2022): k-means `centroids` (faiss), each
+    token stored as its centroid id + its residual at `nbits` per dimension; a query probes each
+    token's `probes` nearest centroids, ranks the documents found there by centroid-only MaxSim,
+    decompresses the best `candidates` and re-ranks them with MaxSim. Building costs about
+    n_tokens x centroids x D multiply-adds (the assignment)."""
+
+    targets = ("research.retrieval.plaid.PlaidIndex",)
+    centroids: int = spec(1024, ge=1)
+    nbits: int = spec(2, choices=[1, 2, 4, 8])
+    probes: int = spec(4, ge=1)
+    candidates: int = spec(512, ge=1)
+    kmeans_iterations: int = spec(10, ge=1)
+    seed: int = spec(0, ge=0)
+
+
 SEARCH_CONFIGS: dict[str, type[ExactSearchConfig]] = {
     "exact": ExactSearchConfig,
     "voyager": VoyagerConfig,
+    "plaid": PlaidConfig,
 }
 
 

@@ -4,7 +4,9 @@ The exact searcher is the reference an approximate index is measured against, an
 one uses: `VoyagerIndex` (voyager.py) extends it and scores its candidates with the same `_top_k`.
 Documents are kept as one flat [n_tokens, D] matrix plus offsets (document i owns rows
 offsets[i]:offsets[i + 1]), so a saved folder is a safetensors file and a JSON manifest -- never
-a pickle -- and a chunk of documents is packed to [n, Lmax, D] + mask with one gather.
+a pickle. Search never pads: a block of whole documents is scored with one matmul against the
+queries' flat tokens and a segment max over document offsets (`maxsim_flat`);
+benchmarks/colbert_index.py prints its time over a plain matmul of the same FLOPs.
 """
 
 from __future__ import annotations
@@ -18,13 +20,10 @@ from safetensors.torch import load_file, save_file
 from torch import Tensor
 
 from research.retrieval.configs import SEARCH_CONFIGS, ExactSearchConfig
-from research.retrieval.maxsim import maxsim_matrix, pad_embeddings
+from research.retrieval.maxsim import maxsim_flat
 
 MANIFEST = "manifest.json"
 EMBEDDINGS = "embeddings.safetensors"
-# At most this many query-token x document-token similarities (256 MiB in float32) exist at once:
-# queries are scored against a chunk of documents in blocks sized to fit it.
-SIMILARITY_BUDGET = 2**26
 
 Results = list[tuple[str, float]]
 
@@ -37,10 +36,10 @@ def require_k(kind: str, k: object) -> int:
 
 
 class ExactSearcher:
-    """Brute-force MaxSim search, `chunk_size` documents at a time with a running top-k.
+    """Brute-force MaxSim search, block by block of whole documents with a running top-k.
 
-    Memory per step is one packed chunk plus the similarities of a block of queries against it,
-    so lower `chunk_size` for long documents. Embeddings keep the dtype of the first `add`.
+    A block's query-token x document-token similarities take at most `memory_budget_mb`
+    (a block holds at least one document). Embeddings keep the dtype of the first `add`.
     Its parameters are its kind's declaration in `SEARCH_CONFIGS` (`ExactSearchConfig` here).
     """
 
@@ -51,6 +50,8 @@ class ExactSearcher:
         self.config = SEARCH_CONFIGS[self.kind].build(config, params)
         self.document_ids: list[str] = []
         self._tokens: Tensor | None = None  # [n_tokens, D], set by the first add
+        self._dim: int | None = None  # embedding size and dtype, fixed by the first add
+        self._dtype = torch.float32
         self._offsets = torch.zeros(1, dtype=torch.long)
 
     def params(self) -> dict[str, int]:
@@ -70,13 +71,20 @@ class ExactSearcher:
 
     def add(self, document_ids: list[str], embeddings: list[Tensor]) -> None:
         """Append documents: one [n_tokens_i, D] tensor each, as `ColBERT.encode` returns."""
+        tokens = self._append(document_ids, embeddings)
+        if tokens is not None:
+            self._tokens = tokens if self._tokens is None else torch.cat([self._tokens, tokens])
+
+    def _append(self, document_ids: list[str], embeddings: list[Tensor]) -> Tensor | None:
+        """Check the documents, record their ids and offsets, and return their tokens as one
+        flat [n, D] CPU tensor in the stored dtype (None when there are none to add)."""
         if len(document_ids) != len(embeddings):
             raise ValueError(
                 f"{self.kind} searcher add got {len(document_ids)} document ids but "
                 f"{len(embeddings)} embeddings; give one embedding tensor per id"
             )
         if not document_ids:
-            return
+            return None
         seen = set(self.document_ids)
         for document_id in document_ids:
             if document_id in seen:
@@ -85,22 +93,21 @@ class ExactSearcher:
                     "already holds or got twice; document ids must be unique"
                 )
             seen.add(document_id)
-        dim = embeddings[0].shape[-1] if self._tokens is None else self._tokens.shape[1]
-        tokens = torch.cat([self._checked(e, "document", dim).detach().cpu() for e in embeddings])
-        if self._tokens is not None:
-            tokens = torch.cat([self._tokens, tokens.to(self._tokens.dtype)])
+        if self._dim is None:
+            self._dim, self._dtype = embeddings[0].shape[-1], embeddings[0].dtype
+        checked = [self._checked(e, "document", self._dim).detach().cpu() for e in embeddings]
+        tokens = torch.cat(checked).to(self._dtype)
         lengths = torch.tensor([len(e) for e in embeddings])
         self._offsets = torch.cat([self._offsets, self.num_tokens + lengths.cumsum(0)])
-        self._tokens = tokens
         self.document_ids = self.document_ids + list(document_ids)
+        return tokens
 
     def search(self, queries: list[Tensor], k: int = 10) -> list[Results]:
         """The `k` best (document id, MaxSim score) pairs per query, best first."""
         k = require_k(self.kind, k)
-        if not queries or self._tokens is None:
+        if not queries or not len(self):
             return [[] for _ in queries]
-        padded, mask = self._pack_queries(queries)
-        scores, rows = self._top_k(padded, mask, torch.arange(len(self)), k)
+        scores, rows = self._top_k(self._query_tokens(queries), None, k)
         return [self._results(s, r) for s, r in zip(scores, rows, strict=True)]
 
     def save(self, path: str | Path) -> None:
@@ -109,13 +116,16 @@ class ExactSearcher:
         save_file(
             {"tokens": self._tokens.contiguous(), "offsets": self._offsets}, folder / EMBEDDINGS
         )
+        self._write_manifest(folder)
+
+    def _write_manifest(self, folder: Path) -> None:
+        """The JSON half of a saved searcher: kind, parameters, document ids (written last)."""
         manifest = {"kind": self.kind, "params": self.params(), "document_ids": self.document_ids}
         (folder / MANIFEST).write_text(json.dumps(manifest))
 
     @classmethod
-    def load(cls, path: str | Path) -> ExactSearcher:
-        """The searcher saved in `path` by `save`; it must be of this class's kind."""
-        folder = Path(path)
+    def _from_manifest(cls, folder: Path) -> ExactSearcher:
+        """A searcher of this class with the saved parameters and document ids, no tokens."""
         manifest = read_manifest(folder)
         if manifest["kind"] != cls.kind:
             raise ValueError(
@@ -123,9 +133,17 @@ class ExactSearcher:
                 "load it with load_searcher"
             )
         searcher = cls(**manifest["params"])
+        searcher.document_ids = list(manifest["document_ids"])
+        return searcher
+
+    @classmethod
+    def load(cls, path: str | Path) -> ExactSearcher:
+        """The searcher saved in `path` by `save`; it must be of this class's kind."""
+        folder = Path(path)
+        searcher = cls._from_manifest(folder)
         tensors = load_file(require_file(folder, EMBEDDINGS))
         searcher._tokens, searcher._offsets = tensors["tokens"], tensors["offsets"]
-        searcher.document_ids = list(manifest["document_ids"])
+        searcher._dim, searcher._dtype = searcher._tokens.shape[1], searcher._tokens.dtype
         if len(searcher._offsets) != len(searcher) + 1 or searcher.num_tokens != len(
             searcher._tokens
         ):
@@ -138,7 +156,7 @@ class ExactSearcher:
 
     def _folder_to_save(self, path: str | Path) -> Path:
         folder = Path(path)
-        if self._tokens is None:
+        if not len(self):
             raise ValueError(f"{self.kind} searcher is empty: add documents before saving {folder}")
         folder.mkdir(parents=True, exist_ok=True)
         return folder
@@ -152,64 +170,79 @@ class ExactSearcher:
             )
         return embedding
 
-    def _pack_queries(self, queries: list[Tensor]) -> tuple[Tensor, Tensor]:
-        """[Nq, Lq, D] in the stored dtype, and the mask of each query's tokens."""
-        dim, dtype = self._tokens.shape[1], self._tokens.dtype
-        return pad_embeddings(
-            [self._checked(q, "query", dim).detach().cpu().to(dtype) for q in queries]
-        )
+    def _query_tokens(self, queries: list[Tensor]) -> list[Tensor]:
+        """Each query as a checked [n_tokens, D] CPU tensor in the stored dtype."""
+        return [
+            self._checked(q, "query", self._dim).detach().cpu().to(self._dtype) for q in queries
+        ]
 
-    def _pack_documents(self, rows: Tensor) -> tuple[Tensor, Tensor]:
-        """Documents `rows` as [n, Lmax, D] (zeros where padded) and their [n, Lmax] mask."""
-        starts = self._offsets[rows]
-        lengths = self._offsets[rows + 1] - starts
-        steps = torch.arange(max(int(lengths.max()), 1))
-        mask = steps < lengths[:, None]
-        documents = self._tokens.new_zeros(len(rows), len(steps), self._tokens.shape[1])
-        documents[mask] = self._tokens[(starts[:, None] + steps)[mask]]
-        return documents, mask
+    def _top_k(self, queries: list[Tensor], rows: Tensor | None, k: int) -> tuple[Tensor, Tensor]:
+        """Each query's k best documents among `rows` (None: all): (scores, rows), [Nq, <= k],
+        best first. Candidate rows are gathered into one flat matrix first; the whole corpus is
+        scored in place, block by block."""
+        if rows is None:
+            tokens, offsets = self._tokens, self._offsets
+        else:
+            token_rows, offsets = self._token_rows(rows)
+            tokens = self._tokens[token_rows]
+        scores, local = self._top_k_flat(queries, tokens, offsets, k)
+        return scores, (local if rows is None else rows[local])
 
-    def _top_k(
-        self, queries: Tensor, query_mask: Tensor, rows: Tensor, k: int
+    def _token_rows(self, rows: Tensor) -> tuple[Tensor, Tensor]:
+        """The flat-matrix rows of the tokens of documents `rows`, concatenated in that order,
+        and the offsets of each document within them."""
+        return gather_ranges(self._offsets[rows], self._offsets[rows + 1] - self._offsets[rows])
+
+    def _top_k_flat(
+        self, queries: list[Tensor], tokens: Tensor, offsets: Tensor, k: int
     ) -> tuple[Tensor, Tensor]:
-        """Each query's k best documents among `rows`: (scores, rows), [Nq, <= k], best first."""
+        """Top-k over the documents of (tokens, offsets), one matmul and one segment max per
+        block of whole documents; a block's similarities keep within `memory_budget_mb`."""
+        query_tokens = torch.cat(queries)
+        lengths = torch.tensor([len(q) for q in queries])
+        query_of_token = torch.repeat_interleave(torch.arange(len(queries)), lengths)
+        budget = int(self.config.memory_budget_mb * 2**20) // tokens.element_size()
+        block_tokens = max(1, budget // max(1, len(query_tokens)))
+        n_documents = len(offsets) - 1
         best_scores = torch.empty(len(queries), 0)
         best_rows = torch.empty(len(queries), 0, dtype=torch.long)
-        for start in range(0, len(rows), self.config.chunk_size):
-            chunk = rows[start : start + self.config.chunk_size]
-            documents, document_mask = self._pack_documents(chunk)
-            best_scores = torch.cat(
-                [best_scores, self._score(queries, query_mask, documents, document_mask)], 1
+        start = 0
+        while start < n_documents:
+            limit = offsets[start] + block_tokens
+            stop = min(
+                max(int(torch.searchsorted(offsets, limit, right=True)) - 1, start + 1), n_documents
             )
-            best_rows = torch.cat([best_rows, chunk.expand(len(queries), -1)], 1)
+            block_lengths = offsets[start + 1 : stop + 1] - offsets[start:stop]
+            scores = maxsim_flat(
+                query_tokens,
+                query_of_token,
+                len(queries),
+                tokens[offsets[start] : offsets[stop]],
+                torch.repeat_interleave(torch.arange(stop - start), block_lengths),
+                stop - start,
+            )
+            best_scores = torch.cat([best_scores, scores.float()], 1)
+            best_rows = torch.cat(
+                [best_rows, torch.arange(start, stop).expand(len(queries), -1)], 1
+            )
             best_scores, order = best_scores.topk(min(k, best_scores.shape[1]), dim=1)
             best_rows = best_rows.gather(1, order)
+            start = stop
         return best_scores, best_rows
-
-    def _score(
-        self, queries: Tensor, query_mask: Tensor, documents: Tensor, document_mask: Tensor
-    ) -> Tensor:
-        """[Nq, n] MaxSim, queries taken in blocks that keep within SIMILARITY_BUDGET."""
-        per_query = max(1, queries.shape[1] * documents.shape[:2].numel())
-        block = max(1, SIMILARITY_BUDGET // per_query)
-        return torch.cat(
-            [
-                maxsim_matrix(
-                    queries[i : i + block],
-                    query_mask[i : i + block],
-                    documents,
-                    document_mask,
-                    chunk_size=self.config.chunk_size,
-                )
-                for i in range(0, len(queries), block)
-            ]
-        )
 
     def _results(self, scores: Tensor, rows: Tensor) -> Results:
         return [
             (self.document_ids[row], score)
             for row, score in zip(rows.tolist(), scores.tolist(), strict=True)
         ]
+
+
+def gather_ranges(starts: Tensor, lengths: Tensor) -> tuple[Tensor, Tensor]:
+    """The indices starts[i] .. starts[i] + lengths[i] - 1 for every i, concatenated, and the
+    offsets [0, l0, l0 + l1, ...] of each range within them."""
+    ends = lengths.cumsum(0)
+    indices = torch.repeat_interleave(starts - (ends - lengths), lengths)
+    return indices + torch.arange(len(indices)), torch.cat([lengths.new_zeros(1), ends])
 
 
 def require_file(folder: Path, name: str) -> Path:

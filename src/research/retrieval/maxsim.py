@@ -65,6 +65,38 @@ def maxsim_matrix(
     return torch.cat(columns, dim=1)
 
 
+def maxsim_flat(
+    query_tokens: Tensor,
+    query_of_token: Tensor,
+    n_queries: int,
+    document_tokens: Tensor,
+    document_of_token: Tensor,
+    n_documents: int,
+) -> Tensor:
+    """[n_queries, n_documents] MaxSim from flat, unpadded token matrices, in one matmul.
+
+    query_tokens [Tq, D] with query_of_token [Tq] (which query owns each row); document_tokens
+    [Td, D] with document_of_token [Td] (values in 0..n_documents-1). The per-document max is a
+    segment max (`scatter_reduce` amax) over the [Tq, Td] similarities, so nothing is padded; a
+    document with no token scores 0, as in `maxsim_matrix`.
+    """
+    best = segment_max(query_tokens @ document_tokens.T, document_of_token, n_documents)
+    with torch.autocast(best.device.type, enabled=False):
+        scores = best.new_zeros(
+            (n_queries, n_documents), dtype=torch.promote_types(best.dtype, torch.float32)
+        )
+        return scores.index_add_(0, query_of_token, best.to(scores.dtype))
+
+
+def segment_max(similarities: Tensor, document_of_token: Tensor, n_documents: int) -> Tensor:
+    """[rows, n_documents]: the max of each row of `similarities` [rows, Td] over the columns of
+    each document (column j belongs to document_of_token[j]); 0 for a document with none."""
+    best = similarities.new_zeros(len(similarities), n_documents)
+    return best.scatter_reduce_(
+        1, document_of_token.expand_as(similarities), similarities, "amax", include_self=False
+    )
+
+
 def pad_embeddings(embeddings: list[Tensor]) -> tuple[Tensor, Tensor]:
     """Per-text [n_i, D] tensors (as `ColBERT.encode` returns) -> ([N, max n_i, D], bool mask)."""
     if not embeddings:

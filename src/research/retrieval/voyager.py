@@ -62,15 +62,17 @@ class VoyagerIndex(ExactSearcher):
         k = require_k(self.kind, k)
         if not queries or self._graph is None:
             return [[] for _ in queries]
-        padded, mask = self._pack_queries(queries)
+        query_tokens = self._query_tokens(queries)
         neighbours, _ = self._graph.query(
-            padded[mask].float().numpy(), k=min(self.config.candidates_per_token, self.num_tokens)
+            torch.cat(query_tokens).float().numpy(),
+            k=min(self.config.candidates_per_token, self.num_tokens),
         )
         documents = self._token_documents[torch.from_numpy(neighbours.astype(np.int64))]
         results = []
-        for i, query_documents in enumerate(documents.split(mask.sum(1).tolist())):
-            candidates = query_documents.flatten().unique()
-            scores, rows = self._top_k(padded[i : i + 1], mask[i : i + 1], candidates, k)
+        for query, query_documents in zip(
+            query_tokens, documents.split([len(q) for q in query_tokens]), strict=True
+        ):
+            scores, rows = self._top_k([query], query_documents.flatten().unique(), k)
             results.append(self._results(scores[0], rows[0]))
         return results
 

@@ -9,6 +9,7 @@ metrics (`<split>/ndcg@10`, `<split>/mrr@10`, `<split>/recall@100`).
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -20,6 +21,8 @@ from research.optim.factory import OptimizerFactory, SchedulerFactory
 from research.retrieval.metrics import DEFAULT_METRICS
 from research.tasks.base import Task
 from research.tasks.configs import RetrievalConfig
+
+log = logging.getLogger(__name__)
 
 
 class RetrievalData(Protocol):
@@ -76,6 +79,7 @@ class RetrievalModule(Task):
 
         data: RetrievalData = self.trainer.datamodule  # type: ignore[assignment]
         self._split = data.retrieval_split(split)
+        log.info("%s", self._split.described or f"{split}: {len(self._split.corpus)} documents")
         ids = list(self._split.corpus)
         texts = [self._split.corpus[i] for i in ids]
         embeddings = self.net.encode(texts, query_mode=False, batch_size=self.encode_batch_size)

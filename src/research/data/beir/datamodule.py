@@ -22,11 +22,15 @@ log = logging.getLogger(__name__)
 class RetrievalDataModule(SplitDataModule):
     """Train tuples (query, positive, hard negatives) and eval queries of a BEIR dataset.
 
-    `eval_corpus` "full" searches the whole corpus; "split" only the documents judged in that
-    split (as CodeSearchNet does), and then negatives are mined from the train split's judged
-    documents only, so no val/test document is seen in training. Nothing is read before `setup`.
-    Subclasses build `config` and say where the data is: a folder `path` or a hub `name`, and
-    the names of its train/val/test splits.
+    `eval_corpus` "full" searches the whole corpus -- every document of corpus.jsonl, also those
+    only train queries judge, when one file holds all splits; "split" only the documents judged
+    in that split (as CodeSearchNet does), and then negatives are mined from the train split's
+    judged documents only, so no val/test document is seen in training. The corpus searched and
+    its size are logged at every evaluation, with a warning when "full" mixes in documents
+    judged only by other splits. With `val_fraction` the val queries are that seeded fraction of
+    the train queries, held out of training. Nothing is read before `setup`. Subclasses build
+    `config` and say where the data is: a folder `path` or a hub `name`, and the names of its
+    train/val/test splits.
     """
 
     config: RetrievalDataConfig
@@ -38,6 +42,8 @@ class RetrievalDataModule(SplitDataModule):
         self.splits: dict[str, Dataset] = {}
         self._source: Source | None = None
         self._eval: dict[str, RetrievalSplit] = {}
+        self.val_fraction: float | None = None  # set by subclasses that carve val from train
+        self._held_out: set[str] | None = None
 
     @property
     def source(self) -> Source:
@@ -58,22 +64,60 @@ class RetrievalDataModule(SplitDataModule):
         if split not in ("val", "test"):
             raise ValueError(f"retrieval_split({split!r}): choose one of: val, test")
         if split not in self._eval:
-            whole = self.source.split(self.split_names[split])
+            whole = self._whole(split)
             corpus = whole.corpus if self.config.eval_corpus == "full" else judged(whole)
             kept = subset(
                 list(whole.queries), self.config.max_eval_queries, self.config.seed, split
             )
             self._eval[split] = RetrievalSplit(
-                corpus, {q: whole.queries[q] for q in kept}, {q: whole.qrels[q] for q in kept}
+                corpus,
+                {q: whole.queries[q] for q in kept},
+                {q: whole.qrels[q] for q in kept},
+                self._describe(split, whole, len(corpus)),
             )
-            log.info(
-                "%s %s: %d queries, %d documents to search",
-                self.path or self.name,
-                self.split_names[split],
-                len(kept),
-                len(corpus),
-            )
+            if self.config.eval_corpus == "full" and len(judged(whole)) < len(corpus):
+                log.warning("%s", self._eval[split].described)
         return self._eval[split]
+
+    def held_out(self) -> set[str]:
+        """The train queries kept for validation (`val_fraction`); none without it."""
+        if self.val_fraction is None:
+            return set()
+        if self._held_out is None:
+            ids = sorted(self.source.split(self.split_names["train"]).queries)
+            size = max(1, round(self.val_fraction * len(ids)))
+            self._held_out = set(subset(ids, size, self.config.seed, "val_fraction"))
+        return self._held_out
+
+    def _whole(self, split: str) -> RetrievalSplit:
+        """All judged queries of a val/test split; val from train under `val_fraction`."""
+        if split == "test" or self.val_fraction is None:
+            return self.source.split(self.split_names[split])
+        train = self.source.split(self.split_names["train"])
+        kept = self.held_out()
+        return RetrievalSplit(
+            train.corpus,
+            {q: text for q, text in train.queries.items() if q in kept},
+            {q: docs for q, docs in train.qrels.items() if q in kept},
+        )
+
+    def _describe(self, split: str, whole: RetrievalSplit, searched: int) -> str:
+        """One line: which documents a split searches, how many, and what else was possible."""
+        source = self.path or self.name
+        queries = (
+            f"{len(whole.queries)} queries held out of {self.split_names['train']} "
+            f"(val_fraction={self.val_fraction})"
+            if split == "val" and self.val_fraction is not None
+            else f"{len(whole.queries)} {self.split_names[split]} queries"
+        )
+        own = len(judged(whole))
+        if self.config.eval_corpus == "split":
+            return f"{source} {split}: {queries} search the {searched} documents they judge"
+        return (
+            f"{source} {split}: {queries} search the FULL corpus, {searched} documents "
+            f"(eval_corpus=full), of which {own} are judged by them; if the corpus holds other "
+            "splits' documents, data.eval_corpus=split searches only the judged ones"
+        )
 
     def setup(self, stage: str | None = None) -> None:
         wanted = {"fit": ("train", "val"), "validate": ("val",), "test": ("test",)}
@@ -92,7 +136,7 @@ class RetrievalDataModule(SplitDataModule):
             rows = read_distillation(Path(config.distillation_file), queries, corpus)
             ids = list({row[0] for row in rows})
             kept = set(subset(ids, config.max_train_queries, config.seed, "train"))
-            examples = [row for row in rows if row[0] in kept]
+            examples = [row for row in rows if row[0] in kept - self.held_out()]
         else:
             examples = self._contrastive_examples()
         log.info(
@@ -112,7 +156,8 @@ class RetrievalDataModule(SplitDataModule):
             query: sorted(doc for doc, score in docs.items() if score > 0 and doc in corpus)
             for query, docs in train.qrels.items()
         }
-        usable = [query for query, docs in positives.items() if docs]
+        held_out = self.held_out()
+        usable = [q for q, docs in positives.items() if docs and q not in held_out]
         if not usable:
             split = self.split_names["train"]
             raise ValueError(
@@ -142,3 +187,4 @@ class BEIRDataModule(RetrievalDataModule):
         names = {"train": config.train_split, "val": config.val_split, "test": config.test_split}
         super().__init__(config.path, config.name, names)
         self.config = config
+        self.val_fraction = config.val_fraction

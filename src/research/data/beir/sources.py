@@ -22,6 +22,8 @@ class RetrievalSplit:
     corpus: dict[str, str]
     queries: dict[str, str]
     qrels: dict[str, dict[str, int]]
+    # Which corpus this is and why, logged at every evaluation ("" when not said).
+    described: str = ""
 
 
 def _document(row: dict[str, Any]) -> str:
@@ -92,7 +94,10 @@ class Folder(Source):
         if not path.is_file():
             existing = sorted(p.stem for p in (self.folder / "qrels").glob("*.tsv"))
             listed = ", ".join(existing) or "none"
-            raise FileNotFoundError(f"{path} not found; the splits in {self.folder} are: {listed}")
+            raise FileNotFoundError(
+                f"{path} not found; the splits in {self.folder} are: {listed} (without a dev "
+                "split, data.val_fraction=0.1 validates on a tenth of the train queries)"
+            )
         qrels: dict[str, dict[str, int]] = {}
         with path.open(encoding="utf-8") as lines:
             for number, line in enumerate(lines, 1):

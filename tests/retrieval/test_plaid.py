@@ -1,0 +1,98 @@
+"""PlaidIndex: residual codes round-trip, recall against exact search, pickle-free folders."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from safetensors import safe_open
+from torch import Tensor
+
+from research.config.errors import ConfigError
+from research.retrieval.configs import check_search
+from research.retrieval.exact import ExactSearcher
+from research.retrieval.plaid import PlaidIndex, pack, unpack
+from research.retrieval.searchers import load_searcher
+from tests.helpers.token_corpora import clustered as clustered_corpus
+from tests.helpers.token_corpora import normalise
+
+DIM = 32
+
+
+@pytest.fixture(scope="module")
+def clustered() -> tuple[list[str], list[Tensor], list[Tensor], list[str]]:
+    """1500 documents of 4-16 tokens around 256 "vocabulary" directions, 20 noisy-copy queries."""
+    return clustered_corpus(1500, 256, DIM, (4, 16), 20)
+
+
+def overlap(found, expected) -> float:
+    hits = sum(
+        len({d for d, _ in a} & {d for d, _ in e}) for a, e in zip(found, expected, strict=True)
+    )
+    return hits / sum(len(e) for e in expected)
+
+
+@pytest.mark.parametrize("nbits", [1, 2, 4, 8])
+def test_codes_unpack_to_the_buckets_packed(nbits):
+    buckets = torch.randint(0, 2**nbits, (7, 16), dtype=torch.uint8)
+    packed = pack(buckets, nbits)
+    assert packed.shape == (7, 16 * nbits // 8) and packed.dtype == torch.uint8
+    assert torch.equal(unpack(packed, nbits), buckets)
+
+
+@pytest.mark.parametrize(("nbits", "least"), [(2, 0.75), (8, 0.9)])
+def test_recall_at_10_against_exact_search(clustered, nbits, least):
+    ids, documents, query_list, sources = clustered
+    exact = ExactSearcher()
+    exact.add(ids, documents)
+    index = PlaidIndex(centroids=128, nbits=nbits, probes=4, candidates=128)
+    index.add(ids, documents)
+    found = index.search(query_list, k=10)
+    assert overlap(found, exact.search(query_list, k=10)) >= least
+    assert [results[0][0] for results in found] == sources
+    assert index.bytes_per_token == DIM * nbits // 8 + 4  # codes + an int32 centroid id
+
+
+def test_adding_in_parts_reuses_the_centroids_and_finds_the_later_documents(clustered):
+    ids, documents, query_list, sources = clustered
+    index = PlaidIndex(centroids=64)
+    index.add(ids[:1000], documents[:1000])
+    centroids = index._centroids.clone()
+    index.add(ids[1000:], documents[1000:])
+    assert torch.equal(index._centroids, centroids) and len(index) == len(ids)
+    later = [
+        (q, s) for q, s in zip(query_list, sources, strict=True) if int(s.split("-")[1]) >= 1000
+    ]
+    assert later and [index.search([q], k=1)[0][0][0] for q, _ in later] == [s for _, s in later]
+
+
+def test_save_and_load_round_trip_without_pickle(clustered, tmp_path):
+    ids, documents, query_list, _ = clustered
+    index = PlaidIndex(centroids=32, nbits=4)
+    index.add(ids[:300], documents[:300])
+    index.save(tmp_path / "plaid")
+    loaded = load_searcher(tmp_path / "plaid")
+    assert isinstance(loaded, PlaidIndex) and loaded.params() == index.params()
+    assert loaded.search(query_list, k=10) == index.search(query_list, k=10)
+    assert sorted(f.name for f in (tmp_path / "plaid").iterdir()) == [
+        "index.safetensors",
+        "manifest.json",
+    ]
+    assert json.loads((tmp_path / "plaid" / "manifest.json").read_text())["kind"] == "plaid"
+    with safe_open(tmp_path / "plaid" / "index.safetensors", framework="pt") as tensors:
+        names = set(tensors.keys())  # noqa: SIM118 - safe_open is no dict
+        assert "tokens" not in names and "codes" in names
+
+
+def test_embedding_sizes_that_do_not_fill_bytes_fail_in_one_line():
+    index = PlaidIndex(nbits=1)
+    with pytest.raises(ValueError, match="fill whole bytes, got D=4 and nbits=1") as err:
+        index.add(["a"], [normalise(torch.randn(3, 4))])
+    assert "\n" not in str(err.value)
+
+
+def test_search_kind_plaid_is_checked_before_torch():
+    check_search("model", {"kind": "plaid", "k": 10, "nbits": 4, "probes": 2})
+    with pytest.raises(ConfigError, match=r"model\.search\.nbits=3 is not valid; choose one of"):
+        check_search("model", {"kind": "plaid", "nbits": 3})
