@@ -8,6 +8,7 @@ the other jobs of a multirun going; the CLI turns the returned statuses into the
 from __future__ import annotations
 
 import logging
+import shlex
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,7 +23,10 @@ from omegaconf import DictConfig
 from research.callbacks import DivergedError
 from research.config.errors import innermost, one_line
 from research.config.validate import resolve
+from research.interrupt import Interrupted, interruption
 from research.tracking.record import RunRecord
+from research.tracking.run_dir import CHECKPOINT_DIR
+from research.tracking.run_lock import RunDirBusy, RunDirLock
 from research.tracking.wandb_run import finish_loggers
 
 log = logging.getLogger(__name__)
@@ -37,6 +41,14 @@ class JobOutcome:
 
     status: str
     value: Any = None
+    interrupted: Interrupted | None = None
+
+    @property
+    def exit_code(self) -> int:
+        """0 completed, 128 + the signal when interrupted (130 Ctrl-C, 143 SIGTERM), else 1."""
+        if self.interrupted is not None:
+            return self.interrupted.exit_code
+        return 0 if self.status == "completed" else 1
 
 
 def _one_console() -> None:
@@ -47,35 +59,69 @@ def _one_console() -> None:
             logging.getLogger("lightning").removeHandler(handler)
 
 
+def _resume_hint(prog: str, run_dir: Path, overrides: list[str]) -> str:
+    """What to type to continue an interrupted run (or, with no checkpoint yet, to redo it)."""
+    kept = [o for o in overrides if not o.startswith("ckpt_path=")]
+    if prog != "research-train":
+        return f"rerun: {shlex.join([prog, *kept])}"
+    if not (run_dir / CHECKPOINT_DIR / "last.ckpt").is_file():
+        return f"no checkpoint was saved yet; start again: {shlex.join([prog, *kept])}"
+    return f"resume with: {shlex.join([prog, *kept, 'ckpt_path=last'])}"
+
+
+def _error(err: BaseException) -> str:
+    cause = innermost(err)
+    name = type(cause).__name__
+    return f"{name}: {one_line(cause)}" if str(cause).strip() else name
+
+
 def run_job(prog: str, cfg: DictConfig, body: Body) -> JobOutcome:
     """Resolve `cfg` once, run `body` in this job's run dir and write its metrics.json (rank
-    zero only)."""
+    zero only), however the job ends: an exception, a signal (`Interrupted`, or the SystemExit
+    Lightning raises in its place) or a console's SystemExit."""
     _one_console()
     hydra_cfg = HydraConfig.get()
     run_dir = Path(hydra_cfg.runtime.output_dir)
     config = resolve(cfg)
     record = RunRecord(run_dir, config, list(hydra_cfg.overrides.task))
     is_zero = rank_zero_only.rank == 0
+    lock = RunDirLock(run_dir)
     if is_zero:
+        try:
+            lock.acquire()  # the CLI already holds it for a reused run dir: same process
+        except RunDirBusy as err:
+            print(f"{prog}: error: {err}", file=sys.stderr)
+            return JobOutcome("failed")  # another process's run: leave its files alone
         record.mark_started()
     loggers: list[Logger] = []
-    status, error, result = "completed", None, None
+    outcome = JobOutcome("completed")
+    error = None
     try:
-        result = body(config, record, loggers)
-    except (Exception, KeyboardInterrupt) as err:  # noqa: BLE001 - every failure is recorded
-        status = "diverged" if isinstance(err, DivergedError) else "failed"
-        cause = innermost(err)
-        error = (
-            f"{type(cause).__name__}: {one_line(cause)}"
-            if str(cause).strip()
-            else type(cause).__name__
-        )
-        log.error("run %s: %s", status, error)
-        log.debug("traceback of the %s run", status, exc_info=True)
-        print(f"{prog}: {status}: {error} (run dir: {run_dir})", file=sys.stderr)
+        outcome.value = body(config, record, loggers)
+    except BaseException as err:  # noqa: BLE001 - every ending is recorded, signals included
+        outcome.interrupted = interruption(err)
+        if outcome.interrupted is not None:
+            outcome.status = "interrupted"
+            error = f"interrupted by {outcome.interrupted.name}"
+            record.fields["signal"] = outcome.interrupted.name
+            hint = _resume_hint(prog, run_dir, record.overrides)
+            line = f"{prog}: interrupted by {outcome.interrupted.name}; {hint} (run dir: {run_dir})"
+        else:
+            outcome.status = "diverged" if isinstance(err, DivergedError) else "failed"
+            error = _error(err)
+            line = f"{prog}: {outcome.status}: {error} (run dir: {run_dir})"
+        log.error("run %s: %s", outcome.status, error)
+        log.debug("traceback of the %s run", outcome.status, exc_info=True)
+        print(line, file=sys.stderr)
     finally:
         best = {f"best/{k}": v for k, v in record.fields.get("best", {}).items()}
-        finish_loggers(loggers, 0 if status == "completed" else 1, {"status": status, **best})
+        summary = {"status": outcome.status, **best}
+        finish_loggers(loggers, outcome.exit_code, summary)
     if is_zero:
-        record.write(status, error)
-    return JobOutcome(status, result)
+        try:
+            record.write(outcome.status, error)
+        except OSError as err:
+            where = run_dir / "metrics.json"
+            print(f"{prog}: could not write {where}: {err.strerror}", file=sys.stderr)
+        lock.release()
+    return outcome

@@ -141,13 +141,38 @@ def compose_all(config_name: str, overrides: Sequence[str]) -> list[DictConfig]:
         return [_compose_one(config_name, combo) for combo in expand(overrides)]
 
 
-def sweep_dir(config_name: str, overrides: Sequence[str]) -> Path:
-    """The folder a multirun of this command line writes to, resolved now (its name holds the
-    start time), so the caller can pin it and read the sweep's summary afterwards."""
+def hydra_node(config_name: str, overrides: Sequence[str]) -> DictConfig:
+    """The `hydra` node of the first job of this command line (its run and sweep dirs, sweeper
+    and launcher), resolved now: the dirs' names hold the start time, so the caller pins them."""
     with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
         first_job = expand(overrides)[0]
         cfg = compose(config_name=config_name, overrides=first_job, return_hydra_config=True)
-        return Path(str(OmegaConf.select(cfg, "hydra.sweep.dir")))
+        node = OmegaConf.select(cfg, "hydra")
+        assert isinstance(node, DictConfig)
+        return node
+
+
+def sweep_dir(config_name: str, overrides: Sequence[str]) -> Path:
+    """The folder a multirun of this command line writes to."""
+    return Path(str(hydra_node(config_name, overrides).sweep.dir))
+
+
+def planned_jobs(hydra: DictConfig, overrides: Sequence[str]) -> list[list[str]] | None:
+    """The override list of every job a multirun will launch, in launch order (Hydra numbers
+    them from 0); None for a sweeper that decides its jobs as it goes (Optuna)."""
+    import json
+
+    target = str(OmegaConf.select(hydra, "sweeper._target_") or "")
+    task = [o for o in overrides if not o.lstrip("+~").startswith(("hydra.", "hydra/"))]
+    if target.endswith(".BasicSweeper"):
+        from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+
+        parsed = OverridesParser.create().parse_overrides(task)
+        return BasicSweeper.split_arguments(parsed, None)[0]
+    if target.endswith(".ListSweeper"):
+        jobs = json.loads(Path(str(hydra.sweeper.jobs_file)).read_text())
+        return [[*task, *job] for job in jobs]
+    return None
 
 
 def check_command_line(config_name: str, overrides: Sequence[str]) -> list[dict[str, Any]]:
