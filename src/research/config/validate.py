@@ -10,6 +10,7 @@ from omegaconf.errors import OmegaConfBaseException
 from research.config import schemas  # noqa: F401  (registers the schemas)
 from research.config.errors import ConfigError, one_line
 from research.config.schema import SCHEMAS, check_node, walk_targets
+from research.optim.configs import check_horizon
 
 
 def resolve(cfg: DictConfig) -> dict[str, Any]:
@@ -46,4 +47,7 @@ def validate_resolved(resolved: dict[str, Any], entry: str = "train") -> dict[st
         schema = SCHEMAS.get(str(node["_target_"]))
         if schema is not None:
             check_node(at, node, schema)
+    problem = check_horizon(resolved)
+    if problem:
+        raise ConfigError(problem)
     return resolved
