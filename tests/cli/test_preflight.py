@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
 
@@ -12,6 +11,7 @@ from omegaconf import OmegaConf
 from research.config.compose import compose_all
 from research.config.preflight import AVAILABLE
 from tests.helpers.cli import run_cli
+from tests.helpers.read_only import read_only
 
 
 def _refused(done: subprocess.CompletedProcess[str], prog: str = "research-train") -> str:
@@ -37,21 +37,10 @@ def test_a_log_dir_that_is_a_file_is_refused(workdir: Path):
 
 @pytest.fixture
 def read_only_dir(tmp_path: Path):
-    """A folder nobody can write to: a read-only bind mount as root (root ignores permission
-    bits), permission bits otherwise."""
     folder = tmp_path / "ro"
     folder.mkdir()
-    if os.geteuid() != 0:
-        folder.chmod(0o555)
+    with read_only(folder):
         yield folder
-        folder.chmod(0o755)
-        return
-    subprocess.run(["mount", "--bind", folder, folder], check=True)
-    subprocess.run(["mount", "-o", "remount,ro,bind", folder, folder], check=True)
-    try:
-        yield folder
-    finally:
-        subprocess.run(["umount", folder], check=True)
 
 
 def test_a_read_only_log_dir_is_refused(workdir: Path, read_only_dir: Path):
