@@ -30,7 +30,7 @@ def test_reusing_a_run_dir_with_another_config_is_refused_and_changes_nothing(wo
     assert again.returncode == 2, again.stderr[-2000:]
     (line,) = again.stderr.strip().splitlines()
     assert f"hydra.run.dir={run} holds run {metrics(run)['run_id']}" in line
-    assert "differing keys: optimizer.lr, seed)" in line
+    assert "differing keys: data.seed, optimizer.lr, seed)" in line  # data.seed is ${seed}
     assert {p: p.read_bytes() for p in before} == before
 
 
