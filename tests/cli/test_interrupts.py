@@ -76,6 +76,7 @@ def test_ctrl_c_and_sighup_are_recorded_like_sigterm(workdir: Path, signum: int)
     _check_interrupted(done, run, signum)
 
 
+@pytest.mark.slow
 def test_a_sigterm_stops_a_multirun_and_records_the_jobs_that_never_started(workdir: Path):
     args = ["-m", *LONG, "logger=none", "seed=0,1,2"]
     done = signal_after_epochs(workdir, args, signal.SIGTERM, rows=2)

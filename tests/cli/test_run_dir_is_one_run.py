@@ -96,6 +96,7 @@ def _fill(disk: Path, leave: int) -> Path:
     return filler
 
 
+@pytest.mark.slow
 def test_a_full_disk_fails_the_run_in_one_line_and_keeps_last_ckpt(workdir: Path, small_disk):
     run = small_disk / "run"
     args = [*LONG, f"hydra.run.dir={run}"]
