@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import pickle
+import re
 from pathlib import Path
 from typing import Any
 
 import torch
+from torch import nn
 
 from research.tracking.run_dir import CHECKPOINT_DIR, find_resume_checkpoint
 
@@ -20,7 +23,9 @@ def read_checkpoint(path: Path) -> dict[str, Any]:
         raise CheckpointError(f"checkpoint {path} does not exist")
     try:
         checkpoint = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as err:  # noqa: BLE001 - any unreadable file gets the same message
+    except Exception as err:  # noqa: BLE001 - any unreadable file gets one line
+        if isinstance(err, pickle.UnpicklingError) and "Weights only load failed" in str(err):
+            raise CheckpointError(_refused(path, str(err))) from None
         reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise CheckpointError(
             f"checkpoint {path} is not a readable Lightning checkpoint ({reason[:160]})"
@@ -30,12 +35,43 @@ def read_checkpoint(path: Path) -> dict[str, Any]:
     return checkpoint
 
 
-def checkpoint_meta(path: Path) -> dict[str, Any]:
-    """The run and W&B ids and the epoch a checkpoint was written at."""
-    checkpoint = read_checkpoint(path)
-    meta = dict(checkpoint.get("research") or {})
-    meta["epoch"] = int(checkpoint.get("epoch", 0))
-    return meta
+def _refused(path: Path, message: str) -> str:
+    """Why torch refused to unpickle a file, without torch's advice to turn the check off:
+    unpickling a file from elsewhere can run any code."""
+    found = re.search(r"GLOBAL ([\w.]+)", message)
+    what = f"the object {found.group(1)}" if found else "objects other than tensors and plain data"
+    return (
+        f"checkpoint {path} was refused: it holds {what}, and loading it would run code from "
+        "the file; use checkpoints written by research-train (or re-save yours as a plain "
+        "state_dict from code you trust)"
+    )
+
+
+def model_family(config: dict[str, Any]) -> str:
+    """The model a config builds, as its task and network class names, e.g.
+    `ClassificationModule(CNN)`: what a checkpoint must come from to be loaded into it."""
+    model = config.get("model") or {}
+    task = str(model.get("_target_", "?")).rsplit(".", 1)[-1]
+    net = (model.get("net") or {}).get("_target_")
+    return f"{task}({str(net).rsplit('.', 1)[-1]})" if net else task
+
+
+def check_fits(path: Path, checkpoint: dict[str, Any], module: nn.Module, family: str) -> None:
+    """Refuse a checkpoint of another model in one line, naming both (Lightning would report a
+    truncated list of missing and unexpected keys)."""
+    saved = (checkpoint.get("research") or {}).get("model")
+    if saved and saved != family:
+        raise CheckpointError(
+            f"checkpoint {path} holds a {saved} model; this config builds a {family}"
+        )
+    have, want = set(checkpoint.get("state_dict") or {}), set(module.state_dict())
+    if have != want:
+        raise CheckpointError(
+            f"checkpoint {path} does not fit this config's {family}: {len(want - have)} of its "
+            f"weights are missing (e.g. {min(want - have, default='-')}) and "
+            f"{len(have - want)} are not in it (e.g. {min(have - want, default='-')}); "
+            f"it comes from {saved or 'another model'}"
+        )
 
 
 def resolve_resume(
@@ -56,5 +92,6 @@ def resolve_resume(
             )
         return found
     path = Path(ckpt_path).expanduser()
-    read_checkpoint(path)
+    if not path.is_file():
+        raise CheckpointError(f"checkpoint {path} does not exist")
     return path.resolve()

@@ -14,9 +14,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from research.config.compose import compose_all, config_dir, sweep_dir
+from research.config.compose import compose_all, config_dir, hydra_node, planned_jobs
 from research.config.errors import ConfigError
 from research.config.validate import validate
+from research.interrupt import Interrupted, signals_raise
+from research.tracking.run_lock import RunDirBusy, RunDirLock
 
 # The user's command line, as every job records it.
 COMMAND_ENV = "RESEARCH_COMMAND"
@@ -89,11 +91,73 @@ def eval_task(cfg: Any) -> Any:
 
 def _check_saved_runs(configs: list[dict[str, Any]]) -> None:
     """research-eval: the evaluated run's saved config with this evaluation's overrides must
-    pass the same schema check as a research-train command line."""
+    pass the same schema check as a research-train command line, and the checkpoint to test
+    must be there."""
+    from research.config.preflight import eval_checkpoint
     from research.config.saved_run import saved_run_config
 
     for config in configs:
         saved_run_config(config["run_dir"], config.get("overrides") or [])
+        eval_checkpoint(Path(config["run_dir"]).expanduser().resolve(), config["ckpt"])
+
+
+def _check_machine(configs: list[dict[str, Any]], hydra: Any) -> None:
+    """What the schemas cannot know: files, folders and devices of this machine. Jobs that run
+    elsewhere (SLURM) are not checked against this machine's devices."""
+    from research.config.preflight import check_accelerator, check_ckpt_path, check_writable
+
+    remote = "slurm" in str(hydra.launcher.get("_target_", "")).lower()
+    for log_dir in sorted({str(c["paths"]["log_dir"]) for c in configs}):
+        check_writable(Path(log_dir), "paths.log_dir")
+    for config in configs:
+        check_ckpt_path(config)
+        if not remote:
+            check_accelerator(config)
+
+
+def _explicit(args: list[str], key: str) -> str | None:
+    """The value of a `key=value` argument, unquoted; None when absent."""
+    found = [a.split("=", 1)[1] for a in args if a.startswith(f"{key}=")]
+    return found[-1].strip("'\"") if found else None
+
+
+def _is_rank_zero() -> bool:
+    """Lightning's DDP launcher and SLURM start the other ranks with the same command line;
+    only rank zero owns the run dir."""
+    return all(os.environ.get(var, "0") == "0" for var in ("RANK", "LOCAL_RANK", "SLURM_PROCID"))
+
+
+def _reused_run_dir(args: list[str], config: dict[str, Any]) -> Path | None:
+    """The existing run dir a single run continues: `hydra.run.dir=<dir>`, or for
+    `ckpt_path=last` this config's newest unfinished run (pinned in `args`)."""
+    from research.tracking.identity import run_id
+    from research.tracking.run_dir import find_unfinished_run
+
+    explicit = _explicit(args, "hydra.run.dir")
+    if explicit is not None:
+        return None if "${" in explicit else Path(explicit).expanduser().absolute()
+    if config.get("ckpt_path") != "last":
+        return None
+    log_dir = Path(config["paths"]["log_dir"])
+    previous = find_unfinished_run(log_dir, run_id(config))
+    if previous is None:
+        raise ConfigError(
+            f"ckpt_path=last: no unfinished run with run id {run_id(config)} under {log_dir}; "
+            "start without ckpt_path or pass a .ckpt path"
+        )
+    args.append(f"hydra.run.dir='{previous}'")
+    return previous
+
+
+def _claim(run_dir: Path | None, config: dict[str, Any]) -> RunDirLock | None:
+    """Before Hydra writes into a reused run dir: it must hold this config's run, and no other
+    live process may be using it."""
+    from research.config.preflight import check_run_dir_identity
+
+    if run_dir is None or not run_dir.is_dir():
+        return None
+    check_run_dir_identity(run_dir, config)
+    return RunDirLock(run_dir).acquire() if _is_rank_zero() else None
 
 
 def _sweep_failures(folder: Path) -> int:
@@ -105,18 +169,6 @@ def _sweep_failures(folder: Path) -> int:
         return int(summary["jobs"]) - int(summary["completed"]) - int(summary.get("pruned", 0))
     except (OSError, ValueError, KeyError):
         return 1
-
-
-def _continue_in_place(config: dict[str, Any]) -> list[str]:
-    """`ckpt_path=last` continues the unfinished run in its own run dir, so its history, best
-    checkpoint and W&B id carry on as if it had never stopped."""
-    from pathlib import Path
-
-    from research.tracking.identity import run_id
-    from research.tracking.run_dir import find_unfinished_run
-
-    previous = find_unfinished_run(Path(config["paths"]["log_dir"]), run_id(config))
-    return [f"hydra.run.dir='{previous}'"] if previous else []
 
 
 def run(
@@ -144,45 +196,92 @@ def run(
     info_only = any(getattr(parsed, flag, None) for flag in _INFO_FLAGS)
     informative = info_only or bool(parsed.cfg)
     multirun: Path | None = None
+    planned: list[list[str]] | None = None
+    lock: RunDirLock | None = None
     if not info_only:
         try:
             composed = compose_all(config_name, parsed.overrides)
             configs = [validate(cfg, entry=config_name) for cfg in composed]
             if config_name == "eval":
                 _check_saved_runs(configs)
-        except ConfigError as err:
+            if not informative:
+                hydra_cfg = hydra_node(composed[0])
+                _check_machine(configs, hydra_cfg)
+                if parsed.multirun:
+                    multirun = Path(str(hydra_cfg.sweep.dir))
+                    planned = planned_jobs(hydra_cfg, parsed.overrides)
+                    if _explicit(args, "hydra.sweep.dir") is None:
+                        args.append(f"hydra.sweep.dir='{multirun}'")
+                elif config_name == "train":
+                    lock = _claim(_reused_run_dir(args, configs[0]), configs[0])
+        except (ConfigError, RunDirBusy) as err:
             print(f"{prog}: error: {err}", file=sys.stderr)
             return 2
-        explicit_dir = any(a.startswith("hydra.run.dir=") for a in args)
-        if not parsed.multirun and not explicit_dir and configs[0].get("ckpt_path") == "last":
-            args += _continue_in_place(configs[0])
-        if parsed.multirun and not informative:
-            multirun = sweep_dir(composed[0])
-            if not any(a.startswith("hydra.sweep.dir=") for a in args):
-                args.append(f"hydra.sweep.dir='{multirun}'")
-    statuses: list[str] = []
+    outcomes: list[Any] = []
+    started: list[int] = []
 
     def job(cfg: Any) -> Any:
+        from hydra.core.hydra_config import HydraConfig
+        from omegaconf import OmegaConf
+
+        started.append(int(OmegaConf.select(HydraConfig.get(), "job.num", default=0) or 0))
         outcome = task(cfg)
-        statuses.append(outcome.status)
+        outcomes.append(outcome)
+        if outcome.interrupted is not None and multirun is not None:
+            raise outcome.interrupted  # stops the sweep: no further job starts
         return outcome.value
 
     # Keep argv[0]: Lightning's DDP launcher re-runs it for the other ranks.
     sys.argv = [sys.argv[0] if sys.argv and sys.argv[0] else prog, *args]
     main = hydra.main(config_path=str(config_dir()), config_name=config_name, version_base="1.3")
-    main(job)()
+    try:
+        with signals_raise():
+            main(job)()
+    except Interrupted as stop:
+        return _stopped(prog, stop, multirun, planned, started, bool(outcomes))
+    finally:
+        if lock is not None:
+            lock.release()
     if informative:
         return 0
     if multirun is not None:
         return 1 if _sweep_failures(multirun) else 0
-    return 0 if statuses == ["completed"] else 1
+    return outcomes[0].exit_code if len(outcomes) == 1 else 1
+
+
+def _stopped(
+    prog: str,
+    stop: Interrupted,
+    multirun: Path | None,
+    planned: list[list[str]] | None,
+    started: list[int],
+    any_job_ended: bool,
+) -> int:
+    """A signal ended the command: a sweep records which jobs never started; the exit status
+    is 128 + the signal (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP)."""
+    from research.tracking.sweep_summary import record_stopped_sweep
+
+    if multirun is not None:
+        never = None
+        if planned is not None:
+            never = [" ".join(job) for i, job in enumerate(planned) if i not in started]
+        record_stopped_sweep(multirun, never, stop.name)
+    elif not any_job_ended:
+        print(f"{prog}: interrupted by {stop.name} before the run started", file=sys.stderr)
+    return stop.exit_code
 
 
 def train_main() -> None:
+    from research.console import protect_console
+
+    protect_console()
     sys.exit(run("research-train", "train", train_task))
 
 
 def eval_main() -> None:
+    from research.console import protect_console
+
+    protect_console()
     sys.exit(run("research-eval", "eval", eval_task))
 
 

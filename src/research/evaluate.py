@@ -10,34 +10,22 @@ from lightning.pytorch.loggers import Logger
 from omegaconf import DictConfig
 
 from research.build import build_task
-from research.checkpoints import CheckpointError, read_checkpoint
+from research.checkpoints import check_fits, model_family, read_checkpoint
+from research.config.preflight import eval_checkpoint
 from research.config.saved_run import saved_run_config
 from research.job import JobOutcome, run_job
 from research.tracking.record import RunRecord
-from research.tracking.run_dir import CHECKPOINT_DIR
-
-
-def checkpoint_of(run_dir: Path, which: str) -> Path:
-    """The checkpoint file `which` (best, last or a path) of a run dir; a one-line error if the
-    run saved no such checkpoint."""
-    if which in ("best", "last"):
-        path = run_dir / CHECKPOINT_DIR / f"{which}.ckpt"
-        if not path.is_file():
-            raise CheckpointError(
-                f"ckpt={which}: {path} does not exist; the run saved: "
-                f"{', '.join(p.name for p in (run_dir / CHECKPOINT_DIR).glob('*.ckpt')) or 'none'}"
-            )
-        return path
-    return Path(which).expanduser().resolve()
 
 
 def _evaluate(config: dict[str, Any], record: RunRecord, _: list[Logger]) -> Any:
     source = Path(config["run_dir"]).expanduser().resolve()
     train_config = saved_run_config(source, config.get("overrides") or [])
-    checkpoint = checkpoint_of(source, config["ckpt"])
-    read_checkpoint(checkpoint)
+    checkpoint = eval_checkpoint(source, config["ckpt"])
+    saved = read_checkpoint(checkpoint)
     L.seed_everything(train_config["seed"], verbose=False)
     datamodule, module = build_task(train_config)
+    check_fits(checkpoint, saved, module, model_family(train_config))
+    del saved
     saved_trainer = train_config["trainer"]
     trainer = L.Trainer(
         accelerator=saved_trainer["accelerator"],

@@ -36,7 +36,8 @@ def parse_params(pairs: list[str]) -> dict[str, Any]:
 
 def check_arguments(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
     """The searcher kind and parameters to build, checked against their declaration; the run
-    dir, corpus and output are checked too, all before torch loads."""
+    dir, its checkpoint, the corpus and the output are checked too, all before torch loads."""
+    from research.config.preflight import eval_checkpoint
     from research.config.saved_run import saved_run_config
     from research.retrieval.configs import check_search
 
@@ -46,6 +47,7 @@ def check_arguments(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
     if out.exists():
         raise ConfigError(f"out {out} already exists; give a new folder (nothing is overwritten)")
     config = saved_run_config(run_dir)
+    eval_checkpoint(run_dir.expanduser().resolve(), args.ckpt)
     search = dict(config.get("model", {}).get("search") or {})
     if args.kind is not None and args.kind != search.get("kind", "exact"):
         search = {"kind": args.kind}
@@ -67,14 +69,14 @@ def build_index(
     """Encode the BEIR corpus with the run's network at checkpoint `ckpt`, index it, save it."""
     from research.build import build_task
     from research.checkpoints import read_checkpoint
+    from research.config.preflight import eval_checkpoint
     from research.config.saved_run import saved_run_config
     from research.data.beir.sources import Folder
-    from research.evaluate import checkpoint_of
     from research.retrieval.searchers import build_searcher
 
     config = saved_run_config(Path(run_dir))
     _, task = build_task(config)
-    state = read_checkpoint(checkpoint_of(Path(run_dir), ckpt))["state_dict"]
+    state = read_checkpoint(eval_checkpoint(Path(run_dir), ckpt))["state_dict"]
     task.load_state_dict(state)
     documents = Folder(Path(corpus)).corpus
     ids = list(documents)

@@ -1,15 +1,16 @@
 """What every job does around its real work: record its outcome, whatever happens.
 
-Any exception or interrupt ends the job with a metrics.json saying `failed` (or `diverged`, or
-`pruned` when Optuna stopped it) and one line on stderr instead of a traceback (the traceback goes
-to the job's log file); a job that SLURM requeued records nothing and leaves that to its next
-attempt. Returning normally keeps
-the other jobs of a multirun going; the CLI turns the returned statuses into the exit code.
+Any exception ends the job with a metrics.json saying `failed` (`diverged` for a NaN loss,
+`pruned` when Optuna's pruner stopped it), a signal with `interrupted` and the line that resumes
+it, and one line on stderr instead of a traceback (the traceback goes to the job's log file). A
+job that SLURM requeued records nothing and leaves that to its next attempt. Returning normally
+keeps the other jobs of a multirun going; the CLI turns the outcomes into the exit code.
 """
 
 from __future__ import annotations
 
 import logging
+import shlex
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,15 +20,17 @@ from typing import Any
 from hydra.core.hydra_config import HydraConfig
 from lightning.pytorch.loggers import Logger
 from lightning.pytorch.utilities import rank_zero_only
-from lightning.pytorch.utilities.exceptions import SIGTERMException
 from omegaconf import DictConfig
 
 from research import slurm
 from research.callbacks import DivergedError
 from research.config.errors import innermost, one_line
 from research.config.validate import resolve
+from research.interrupt import Interrupted, interruption
 from research.pruning import is_pruned
 from research.tracking.record import RunRecord
+from research.tracking.run_dir import CHECKPOINT_DIR
+from research.tracking.run_lock import RunDirBusy, RunDirLock
 from research.tracking.sweep_summary import FINISHED
 from research.tracking.wandb_run import finish_loggers
 
@@ -43,6 +46,15 @@ class JobOutcome:
 
     status: str
     value: Any = None
+    interrupted: Interrupted | None = None
+
+    @property
+    def exit_code(self) -> int:
+        """0 completed (or pruned), 128 + the signal when interrupted (130 Ctrl-C, 143
+        SIGTERM), else 1."""
+        if self.interrupted is not None:
+            return self.interrupted.exit_code
+        return 0 if self.status in FINISHED else 1
 
 
 def _one_console() -> None:
@@ -53,32 +65,62 @@ def _one_console() -> None:
             logging.getLogger("lightning").removeHandler(handler)
 
 
-def _describe(err: BaseException) -> str:
-    if isinstance(err, SIGTERMException):
-        return "SIGTERMException: the job received SIGTERM (scancel, a time limit or a shutdown)"
+def _resume_hint(prog: str, run_dir: Path, overrides: list[str]) -> str:
+    """What to type to continue an interrupted run (or, with no checkpoint yet, to redo it)."""
+    kept = [o for o in overrides if not o.startswith("ckpt_path=")]
+    if prog != "research-train":
+        return f"rerun: {shlex.join([prog, *kept])}"
+    if not (run_dir / CHECKPOINT_DIR / "last.ckpt").is_file():
+        return f"no checkpoint was saved yet; start again: {shlex.join([prog, *kept])}"
+    return f"resume with: {shlex.join([prog, *kept, 'ckpt_path=last'])}"
+
+
+def _error(err: BaseException) -> str:
     if isinstance(err, SystemExit):
-        return f"interrupted (SystemExit {err.code})"
+        return f"exited (SystemExit {err.code})"
     cause = innermost(err)
-    text = one_line(cause) if str(cause).strip() else ""
-    return f"{type(cause).__name__}: {text}" if text else type(cause).__name__
+    name = type(cause).__name__
+    return f"{name}: {one_line(cause)}" if str(cause).strip() else name
 
 
-def _finish(loggers: list[Logger], status: str, summary: dict[str, Any]) -> None:
+def _finish(loggers: list[Logger], outcome: JobOutcome, summary: dict[str, Any]) -> None:
     """Close the loggers; a failure here must not cost the job its metrics.json."""
     try:
-        finish_loggers(loggers, 0 if status in FINISHED else 1, {"status": status, **summary})
+        finish_loggers(loggers, outcome.exit_code, {"status": outcome.status, **summary})
     except Exception as err:  # noqa: BLE001 - e.g. W&B's service already ended by SIGTERM
         log.warning("the loggers could not finish: %s", one_line(err))
 
 
+def _classify(prog: str, err: BaseException, record: RunRecord, outcome: JobOutcome) -> str:
+    """Set the outcome's status from how the body ended; return the error to record. Under
+    SLURM, SIGTERM reaches W&B's service too, so SLURM is asked first whether it is requeuing
+    or ending the job: the error itself may only be a lost connection."""
+    ended = slurm.ending()
+    if ended == "requeued":
+        outcome.status = "requeued"
+        return _error(err)
+    if ended is not None:
+        return f"{ended} by SLURM (job {slurm.display_id()}); {_error(err)}"
+    outcome.interrupted = interruption(err)
+    if outcome.interrupted is not None:
+        outcome.status = "interrupted"
+        record.fields["signal"] = outcome.interrupted.name
+        return f"interrupted by {outcome.interrupted.name}"
+    if isinstance(err, DivergedError):
+        outcome.status = "diverged"
+    elif is_pruned(err):
+        outcome.status = "pruned"
+    return _error(err)
+
+
 def run_job(prog: str, cfg: DictConfig, body: Body) -> JobOutcome:
     """Resolve `cfg` once, run `body` in this job's run dir and write its metrics.json (rank
-    zero only).
+    zero only), however the job ends: an exception, a signal (`Interrupted`, or the SystemExit
+    Lightning raises in its place) or a console's SystemExit.
 
-    An interrupted job (SystemExit: Lightning's SIGTERM, submitit's exit after requeuing, Ctrl-C)
-    records `failed` too, unless SLURM has requeued it: then its next attempt resumes and records,
-    and the exit goes on so submitit waits for that attempt. Under SLURM a cancelled job returns
-    normally, so the launcher still collects it and the rest of the sweep.
+    Under SLURM a requeued job raises SystemExit so that submitit waits for its next attempt,
+    which resumes and records; a cancelled job returns normally, so the launcher still collects
+    it and the rest of the sweep.
     """
     _one_console()
     hydra_cfg = HydraConfig.get()
@@ -86,36 +128,39 @@ def run_job(prog: str, cfg: DictConfig, body: Body) -> JobOutcome:
     config = resolve(cfg)
     record = RunRecord(run_dir, config, list(hydra_cfg.overrides.task))
     is_zero = rank_zero_only.rank == 0
+    lock = RunDirLock(run_dir)
     if is_zero:
+        try:
+            lock.acquire()  # the CLI already holds it for a reused run dir: same process
+        except RunDirBusy as err:
+            print(f"{prog}: error: {err}", file=sys.stderr)
+            return JobOutcome("failed")  # another process's run: leave its files alone
         record.mark_started()
     loggers: list[Logger] = []
-    status, error, result, interrupt = "failed", None, None, None
+    outcome = JobOutcome("failed")
+    error = None
     try:
-        result = body(config, record, loggers)
-        status = "completed"
-    except (Exception, KeyboardInterrupt, SystemExit) as err:  # noqa: BLE001 - all are recorded
-        interrupt = err if isinstance(err, SystemExit) else None
-        # Under SLURM, SIGTERM reaches W&B's service too: the error may be its lost connection.
-        ended = slurm.ending()
-        error = _describe(err)
-        if ended == "requeued":
-            status = "requeued"
-        elif ended is not None:
-            error = f"{ended} by SLURM (job {slurm.display_id()}); {error}"
-        elif isinstance(err, DivergedError):
-            status = "diverged"
-        elif is_pruned(err):
-            status = "pruned"
-        log.error("run %s: %s", status, error)
-        log.debug("traceback of the %s run", status, exc_info=True)
-        if status != "requeued":
-            print(f"{prog}: {status}: {error} (run dir: {run_dir})", file=sys.stderr)
-    _finish(loggers, status, {f"best/{k}": v for k, v in record.fields.get("best", {}).items()})
-    if status == "requeued":
+        outcome.value = body(config, record, loggers)
+        outcome.status = "completed"
+    except BaseException as err:  # noqa: BLE001 - every ending is recorded, signals included
+        error = _classify(prog, err, record, outcome)
+        log.error("run %s: %s", outcome.status, error)
+        log.debug("traceback of the %s run", outcome.status, exc_info=True)
+        if outcome.interrupted is not None:
+            hint = _resume_hint(prog, run_dir, record.overrides)
+            print(f"{prog}: {error}; {hint} (run dir: {run_dir})", file=sys.stderr)
+        elif outcome.status != "requeued":
+            print(f"{prog}: {outcome.status}: {error} (run dir: {run_dir})", file=sys.stderr)
+    best = {f"best/{k}": v for k, v in record.fields.get("best", {}).items()}
+    _finish(loggers, outcome, best)
+    if outcome.status == "requeued":
         # Not an Exception: submitit writes no result, and waits for the next attempt.
         raise SystemExit(1)
     if is_zero:
-        record.write(status, error)
-    if interrupt is not None and slurm.job_id() is None:
-        raise interrupt
-    return JobOutcome(status, result)
+        try:
+            record.write(outcome.status, error)
+        except OSError as err:
+            where = run_dir / "metrics.json"
+            print(f"{prog}: could not write {where}: {err.strerror}", file=sys.stderr)
+        lock.release()
+    return outcome

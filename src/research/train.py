@@ -16,8 +16,21 @@ from lightning.pytorch.loggers import Logger
 from omegaconf import DictConfig
 
 from research.build import build_task
-from research.callbacks import DivergenceGuard, EpochHistory, EpochSeed, RunIdentity
-from research.checkpoints import CheckpointError, checkpoint_meta, resolve_resume
+from research.callbacks import (
+    DivergenceGuard,
+    EpochHistory,
+    EpochSeed,
+    ReanchorCheckpoints,
+    RunIdentity,
+)
+from research.checkpoint_io import AtomicCheckpointIO
+from research.checkpoints import (
+    CheckpointError,
+    check_fits,
+    model_family,
+    read_checkpoint,
+    resolve_resume,
+)
 from research.job import JobOutcome, run_job
 from research.pruning import pruning_callbacks
 from research.ranks import node_ranks
@@ -67,17 +80,43 @@ def _best_metrics(
     return {**row, "checkpoint": str(Path(checkpoint.best_model_path).relative_to(run_dir))}
 
 
+def _plugins(trainer_cfg: dict[str, Any]) -> list[Any]:
+    """The configured Trainer plugins (e.g. SLURMEnvironment) plus atomic checkpoint writes."""
+    configured = trainer_cfg.get("plugins") or []
+    configured = configured if isinstance(configured, list) else [configured]
+    return [*(instantiate(p) for p in configured), AtomicCheckpointIO()]
+
+
+def _resume_checkpoint(
+    config: dict[str, Any], record: RunRecord
+) -> tuple[Path | None, dict[str, Any]]:
+    """The checkpoint this run continues from, and its contents. The run dir's own `last.ckpt`
+    must be this run's (same run id): a run dir is one run."""
+    run_dir = record.run_dir
+    resume = resolve_resume(
+        config.get("ckpt_path"), run_dir, Path(config["paths"]["log_dir"]), record.run_id
+    )
+    if resume is None:
+        return None, {}
+    checkpoint = read_checkpoint(resume)
+    saved_id = (checkpoint.get("research") or {}).get("run_id")
+    if resume.parent.parent == run_dir and saved_id and saved_id != record.run_id:
+        raise CheckpointError(
+            f"{resume} belongs to run {saved_id}, not to this config's run {record.run_id}; "
+            "a run dir holds one run: start a new run dir or use that run's config"
+        )
+    return resume, checkpoint
+
+
 def _fit(config: dict[str, Any], record: RunRecord, loggers: list[Logger]) -> Any:
     run_dir = record.run_dir
     L.seed_everything(config["seed"], workers=True, verbose=False)
-    resume, meta, resume_error = None, {}, None
+    resume, saved, resume_error = None, {}, None
     try:
-        resume = resolve_resume(
-            config.get("ckpt_path"), run_dir, Path(config["paths"]["log_dir"]), record.run_id
-        )
-        meta = checkpoint_meta(resume) if resume else {}
+        resume, saved = _resume_checkpoint(config, record)
     except CheckpointError as err:
         resume_error = err  # raised once the W&B run exists, so that run is marked failed
+    meta = {**(saved.get("research") or {}), "epoch": int(saved.get("epoch", 0))}
     # Loggers first: a job that fails while building its data or model still gets a W&B run,
     # marked failed.
     name = run_name(config, record.overrides)
@@ -91,18 +130,28 @@ def _fit(config: dict[str, Any], record: RunRecord, loggers: list[Logger]) -> An
     if resume_error is not None:
         raise resume_error
     datamodule, module = build_task(config)
+    family = model_family(config)
+    if resume is not None:
+        check_fits(resume, saved, module, family)
+    del saved  # Lightning reads the file again; do not hold two copies
     carry = resume.parent.parent if resume and resume.parent.parent != run_dir else None
     history = EpochHistory(run_dir, carry, meta["epoch"] + 1 if resume else 0)
     configured = _callbacks(config, run_dir, bool(loggers))
     checkpoint = next((c for c in configured if isinstance(c, ModelCheckpoint)), None)
-    own = [EpochSeed(config["seed"]), DivergenceGuard(), RunIdentity(record.run_id, wandb_id)]
+    own = [
+        EpochSeed(config["seed"]),
+        DivergenceGuard(),
+        RunIdentity(record.run_id, wandb_id, family),
+        ReanchorCheckpoints(),
+    ]
     pruning = pruning_callbacks(config, checkpoint.monitor if checkpoint else None)
     callbacks = [*own, history, *configured, *pruning]
     trainer: L.Trainer = instantiate(
-        config["trainer"],
+        {**config["trainer"], "plugins": None},
         callbacks=callbacks,
         logger=loggers or False,
         default_root_dir=str(run_dir),
+        plugins=_plugins(config["trainer"]),
     )
     record.fields.update(
         monitor=checkpoint.monitor if checkpoint else None,

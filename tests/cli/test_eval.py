@@ -44,7 +44,7 @@ def test_eval_of_a_corrupt_checkpoint_fails_in_one_line(finished_run: Path, work
 
 def test_eval_of_a_missing_checkpoint_or_run_dir_fails_clearly(finished_run: Path, workdir: Path):
     done = run_cli("research-eval", f"run_dir={finished_run}", "ckpt=/no/such.ckpt", cwd=workdir)
-    assert done.returncode == 1 and "checkpoint /no/such.ckpt does not exist" in done.stderr
+    assert done.returncode == 2 and "ckpt=/no/such.ckpt: no such file" in done.stderr
     done = run_cli("research-eval", f"run_dir={workdir}", cwd=workdir)
     assert done.returncode == 2 and "is not a run directory" in done.stderr
 

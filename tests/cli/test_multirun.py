@@ -20,13 +20,14 @@ def sweep_jobs(root: Path) -> tuple[Path, list[Path]]:
 @pytest.fixture(scope="module")
 def mixed_sweep(tmp_path_factory: pytest.TempPathFactory) -> tuple[object, Path]:
     root = tmp_path_factory.mktemp("sweep")
+    (root / "corrupt.ckpt").write_bytes(b"not a checkpoint")
     done = run_cli(
         "research-train",
         "-m",
         *FAST,
         "optimizer=sgd",
         "optimizer.lr=0.01,1e30",
-        "ckpt_path=null,/nope/last.ckpt",
+        f"ckpt_path=null,{root / 'corrupt.ckpt'}",
         cwd=root,
         timeout=600,
     )
@@ -38,7 +39,7 @@ def test_failed_jobs_set_the_exit_code_and_the_summary(mixed_sweep):
     assert done.returncode == 1, done.stderr[-2000:]
     sweep, jobs = sweep_jobs(root)
     statuses = [metrics(job)["status"] for job in jobs]
-    # Hydra varies the last override fastest: (0.01, null), (0.01, /nope), (1e30, null), ...
+    # Hydra varies the last override fastest: (0.01, null), (0.01, corrupt), (1e30, null), ...
     assert statuses == ["completed", "failed", "diverged", "failed"]
     summary = json.loads((sweep / "sweep_summary.json").read_text())
     assert (summary["jobs"], summary["completed"], summary["failed"], summary["diverged"]) == (
@@ -48,7 +49,7 @@ def test_failed_jobs_set_the_exit_code_and_the_summary(mixed_sweep):
         1,
     )
     assert "sweep: 1/4 jobs completed, 2 failed, 1 diverged" in done.stdout
-    assert "checkpoint /nope/last.ckpt does not exist" in metrics(jobs[1])["error"]
+    assert "is not a readable Lightning checkpoint" in metrics(jobs[1])["error"]
 
 
 def test_every_job_has_its_own_wandb_run(mixed_sweep):

@@ -82,12 +82,3 @@ def test_a_requeued_job_resumes_its_own_last_checkpoint(workdir: Path):
 def _without_time(run_dir: Path) -> list[dict]:
     rows = [json.loads(line) for line in (run_dir / "history.jsonl").read_text().splitlines()]
     return [{k: v for k, v in row.items() if k != "time_s"} for row in rows]
-
-
-def test_resume_without_an_unfinished_run_is_a_clear_error(workdir: Path):
-    done = run_cli("research-train", *ARGS, "ckpt_path=last", cwd=workdir)
-    assert done.returncode == 1
-    assert "ckpt_path=last: no unfinished run with run id" in done.stderr
-    missing = run_cli("research-train", *ARGS, "ckpt_path=/nope/last.ckpt", cwd=workdir)
-    assert missing.returncode == 1
-    assert "checkpoint /nope/last.ckpt does not exist" in missing.stderr

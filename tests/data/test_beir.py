@@ -142,7 +142,7 @@ def test_hub_loader_reads_the_hub_layout_through_datasets(folder: Path, tmp_path
     module = BEIRDataModule(name=str(repo), data_dir=str(tmp_path / "d"))
     module.setup()
     assert len(module.retrieval_split("test").queries) == 10
-    assert list((tmp_path / "d" / "beir").glob("*/negatives/bm25-*.jsonl"))
+    assert list((tmp_path / "d" / "cache" / "bm25_negatives").glob("bm25-*.jsonl"))
 
 
 def test_hub_errors_are_one_line(tmp_path, monkeypatch):

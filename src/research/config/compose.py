@@ -142,13 +142,34 @@ def compose_all(config_name: str, overrides: Sequence[str]) -> list[DictConfig]:
         return [_compose_one(config_name, combo) for combo in expand(overrides)]
 
 
+def planned_jobs(hydra: DictConfig, overrides: Sequence[str]) -> list[list[str]] | None:
+    """The override list of every job a multirun will launch, in launch order (Hydra numbers
+    them from 0); None for a sweeper that decides its jobs as it goes (Optuna)."""
+    import json
+
+    target = str(OmegaConf.select(hydra, "sweeper._target_") or "")
+    task = [o for o in overrides if not o.lstrip("+~").startswith(("hydra.", "hydra/"))]
+    if target.endswith(".BasicSweeper"):
+        from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+
+        parsed = OverridesParser.create().parse_overrides(task)
+        return BasicSweeper.split_arguments(parsed, None)[0]
+    if target.endswith(".ListSweeper"):
+        jobs = json.loads(Path(str(hydra.sweeper.jobs_file)).read_text())
+        return [[*task, *job] for job in jobs]
+    return None
+
+
 def check_command_line(config_name: str, overrides: Sequence[str]) -> list[dict[str, Any]]:
     """Raise ConfigError (one line) if any job of this command line would get a bad config;
     return the resolved configs that were checked (the first is the first job's)."""
     return [validate(cfg, entry=config_name) for cfg in compose_all(config_name, overrides)]
 
 
-def sweep_dir(composed: DictConfig) -> Path:
-    """The folder a multirun writes to, from a config `compose_all` returned: resolved now (its
-    name holds the start time), so the caller can pin it and read the sweep's summary after."""
-    return Path(str(OmegaConf.select(composed, "hydra.sweep.dir")))
+def hydra_node(composed: DictConfig) -> DictConfig:
+    """The `hydra` node (run and sweep dirs, sweeper, launcher) of a config `compose_all`
+    returned. Its dirs' names hold the start time (Hydra caches `now` per config), so the
+    caller reads them once, pins them, and reads the sweep's summary after."""
+    node = OmegaConf.select(composed, "hydra")
+    assert isinstance(node, DictConfig)
+    return node

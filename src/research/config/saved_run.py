@@ -47,6 +47,11 @@ def saved_run_config(run_dir: str | Path, overrides: Sequence[str] = ()) -> dict
     if not saved.is_file():
         raise ConfigError(f"run_dir={source} is not a run directory (no {SAVED_CONFIG})")
     cfg = OmegaConf.load(saved)
+    if "run_dir" in cfg:
+        raise ConfigError(
+            f"run_dir={source} is a research-eval run, not a training run; pass the run it "
+            f"evaluated (run_dir={cfg.run_dir})"
+        )
     _current_targets(cfg)
     try:
         cfg.merge_with_dotlist(list(overrides))

@@ -9,6 +9,7 @@ line that names the key and what is valid.
 from __future__ import annotations
 
 import dataclasses
+import math
 import types
 import typing
 from collections.abc import Callable, Iterable, Mapping
@@ -130,6 +131,8 @@ def _coerce(value: Any, tp: Any) -> tuple[bool, Any]:
 def _check_rules(at: str, key: str, value: Any, rules: dict[str, Any]) -> None:
     if value is None or isinstance(value, (list, bool)):
         return
+    if isinstance(value, float) and not math.isfinite(value):
+        fail(at, key, f"={value!r} is not a finite number; give a finite value")
     choices = rules.get("choices")
     if choices is not None and value not in choices:
         listed = ", ".join(dict.fromkeys(map(str, choices)))

@@ -11,6 +11,7 @@ from research.config import schemas  # noqa: F401  (registers the schemas)
 from research.config.devices import check_devices
 from research.config.errors import ConfigError, one_line
 from research.config.schema import SCHEMAS, check_node, walk_targets
+from research.optim.configs import check_horizon
 
 
 def resolve(cfg: DictConfig) -> dict[str, Any]:
@@ -44,4 +45,7 @@ def validate(cfg: DictConfig, entry: str = "train") -> dict[str, Any]:
         if schema is not None:
             check_node(at, node, schema)
     check_devices(resolved.get("trainer") or {})
+    problem = check_horizon(resolved)
+    if problem:
+        raise ConfigError(problem)
     return resolved

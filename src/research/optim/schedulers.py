@@ -20,10 +20,24 @@ def _warmup(step: int, warmup_steps: int) -> float:
     return (step + 1) / warmup_steps if step < warmup_steps else 1.0
 
 
+def _horizon(total_steps: int | None, name: str) -> int:
+    """The run's step count; None means the run has no end (trainer.max_epochs=-1)."""
+    if total_steps is None:
+        raise ValueError(
+            f"{name} decays to the run's last step, but this run has no end "
+            "(trainer.max_epochs=-1); set max_epochs or max_steps, or use inverse_sqrt"
+        )
+    return total_steps
+
+
 def linear_with_warmup(
-    optimizer: Optimizer, total_steps: int, config: WarmupConfig | None = None, **params: Any
+    optimizer: Optimizer,
+    total_steps: int | None,
+    config: WarmupConfig | None = None,
+    **params: Any,
 ) -> LambdaLR:
     """Linear warmup to the base lr, then linear decay to 0 at `total_steps`."""
+    total_steps = _horizon(total_steps, "linear_with_warmup")
     warmup_steps = WarmupConfig.build(config, params).warmup_steps
 
     def factor(step: int) -> float:
@@ -35,9 +49,13 @@ def linear_with_warmup(
 
 
 def cosine_with_warmup(
-    optimizer: Optimizer, total_steps: int, config: CosineConfig | None = None, **params: Any
+    optimizer: Optimizer,
+    total_steps: int | None,
+    config: CosineConfig | None = None,
+    **params: Any,
 ) -> LambdaLR:
     """Linear warmup, then half a cosine from the base lr down to `min_lr_ratio` x base lr."""
+    total_steps = _horizon(total_steps, "cosine_with_warmup")
     c = CosineConfig.build(config, params)
     warmup_steps, min_lr_ratio = c.warmup_steps, c.min_lr_ratio
 
@@ -51,7 +69,10 @@ def cosine_with_warmup(
 
 
 def inverse_sqrt_with_warmup(
-    optimizer: Optimizer, total_steps: int, config: WarmupConfig | None = None, **params: Any
+    optimizer: Optimizer,
+    total_steps: int | None,
+    config: WarmupConfig | None = None,
+    **params: Any,
 ) -> LambdaLR:
     """Vaswani et al. (2017): linear warmup, then decay proportional to 1/sqrt(step).
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import lightning as L
@@ -39,9 +40,10 @@ class Task(L.LightningModule):
             )
 
     def configure_optimizers(self) -> dict[str, Any]:
+        steps = self.trainer.estimated_stepping_batches  # inf for max_epochs=-1
         return configure(
             self.parameters(),
             self.optimizer_factory,
             self.scheduler_factory,
-            int(self.trainer.estimated_stepping_batches),
+            int(steps) if math.isfinite(steps) else None,
         )

@@ -8,6 +8,7 @@ killed before it could write one and counts as failed.
 from __future__ import annotations
 
 import logging
+import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,7 @@ def summarize(sweep_dir: Path) -> dict[str, Any]:
         "failed": counts.get("failed", 0),
         "diverged": counts.get("diverged", 0),
         "pruned": counts.get("pruned", 0),
+        "interrupted": counts.get("interrupted", 0),
         "not_completed": sorted(name for name, s in statuses.items() if s not in FINISHED),
     }
 
@@ -54,3 +56,22 @@ class SweepSummary(Callback):
         )
         (log.warning if bad else log.info)(line)
         print(line)
+
+
+def record_stopped_sweep(
+    sweep_dir: Path, not_started: list[str] | None, signal_name: str
+) -> dict[str, Any]:
+    """A multirun stopped by a signal: Hydra calls no end-of-sweep callback then, so the CLI
+    records the counts, the signal and the jobs that never started (None when the sweeper
+    decides its jobs as it goes), and says so in one line."""
+    sweep_dir.mkdir(parents=True, exist_ok=True)
+    summary = {**summarize(sweep_dir), "stopped_by": signal_name, "not_started": not_started}
+    write_json_atomic(sweep_dir / "sweep_summary.json", summary)
+    never = "an unknown number of" if not_started is None else str(len(not_started))
+    print(
+        f"sweep: stopped by {signal_name}; {summary['completed']}/{summary['jobs']} started jobs "
+        f"completed, {summary['interrupted']} interrupted, {never} jobs never started "
+        f"({sweep_dir / 'sweep_summary.json'})",
+        file=sys.stderr,
+    )
+    return summary

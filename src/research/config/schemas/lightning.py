@@ -62,6 +62,13 @@ class Trainer(Schema):
     plugins: Any = None
 
     def check(self, at: str) -> None:
+        if self.max_epochs == 0:
+            fail(
+                at,
+                "max_epochs",
+                "=0 trains nothing; to only test a checkpoint use train=false "
+                "ckpt_path=<file> (or research-eval run_dir=<run>); -1 trains until stopped",
+            )
         if isinstance(self.fast_dev_run, int) and self.fast_dev_run < 0:
             fail(at, "fast_dev_run", f"={self.fast_dev_run} must be a bool or a count >= 0")
 

@@ -53,11 +53,10 @@ class RetrievalDataModule(SplitDataModule):
 
     @property
     def negatives_dir(self) -> Path:
-        """Mined negatives live next to the data: in the folder, or under data_dir for the hub."""
-        if self.path:
-            return Path(self.path) / "negatives"
-        hub_folder = str(self.name).replace("/", "__")
-        return Path(self.config.data_dir) / "beir" / hub_folder / "negatives"
+        """Mined negatives go to the project's cache under data_dir, never into the dataset
+        (which may be read-only or shared); the file name is a digest of everything mined from,
+        so two datasets, or a dataset whose files changed, never share an entry."""
+        return Path(self.config.data_dir) / "cache" / "bm25_negatives"
 
     def retrieval_split(self, split: str) -> RetrievalSplit:
         """The corpus to search for "val" or "test", its kept queries and their qrels."""

@@ -6,6 +6,7 @@ Corpus and queries are read once per source and shared by all its splits, never 
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
@@ -56,11 +57,40 @@ class Source:
     def qrels(self, split: str) -> dict[str, dict[str, int]]:
         raise NotImplementedError
 
+    where: str = "the dataset"
+
     def split(self, split: str) -> RetrievalSplit:
-        """The judged queries that have a text; the corpus is shared, never copied."""
-        qrels = self.qrels(split)
-        kept = {query: self.queries[query] for query in sorted(qrels) if query in self.queries}
-        return RetrievalSplit(self.corpus, kept, {query: qrels[query] for query in kept})
+        """The judged queries that have a text, judged on documents of the corpus; the corpus is
+        shared, never copied. Judgements naming an unknown query or document are dropped with
+        a warning (a relevant document that cannot be retrieved would silently lower every
+        score); a split left with no query is an error."""
+        qrels, corpus = self.qrels(split), self.corpus
+        if not self.queries:
+            raise ValueError(f"{self.where}: the queries file holds no queries")
+        unknown_queries = sorted(q for q in qrels if q not in self.queries)
+        unknown_docs = {d for docs in qrels.values() for d in docs if d not in corpus}
+        kept_qrels = {
+            query: {doc: score for doc, score in qrels[query].items() if doc in corpus}
+            for query in sorted(qrels)
+            if query in self.queries
+        }
+        kept_qrels = {query: docs for query, docs in kept_qrels.items() if docs}
+        if unknown_queries or unknown_docs:
+            warnings.warn(
+                f"{self.where} qrels {split!r}: {len(unknown_queries)} judged query ids are not "
+                f"in the queries file and {len(unknown_docs)} judged document ids are not in the "
+                f"corpus (e.g. {(unknown_queries or sorted(unknown_docs))[0]}); their judgements "
+                f"are dropped, {len(kept_qrels)} of {len(qrels)} queries remain",
+                stacklevel=2,
+            )
+        if not kept_qrels:
+            raise ValueError(
+                f"{self.where} qrels {split!r}: no judged query is left once query and "
+                "document ids missing from the queries file and corpus are dropped; check that "
+                "the qrels match this corpus and queries"
+            )
+        kept = {query: self.queries[query] for query in kept_qrels}
+        return RetrievalSplit(corpus, kept, kept_qrels)
 
 
 class Folder(Source):
@@ -70,6 +100,7 @@ class Folder(Source):
         if not folder.is_dir():
             raise FileNotFoundError(f"BEIR folder {folder} does not exist")
         self.folder = folder
+        self.where = str(folder)
 
     def _rows(self, name: str) -> list[dict[str, Any]]:
         path = self.folder / name
@@ -87,7 +118,10 @@ class Folder(Source):
 
     @cached_property
     def queries(self) -> dict[str, str]:  # type: ignore[override]
-        return {row["_id"]: (row.get("text") or "").strip() for row in self._rows("queries.jsonl")}
+        rows = self._rows("queries.jsonl")
+        if not rows:
+            raise ValueError(f"{self.folder / 'queries.jsonl'} holds no queries")
+        return {row["_id"]: (row.get("text") or "").strip() for row in rows}
 
     def qrels(self, split: str) -> dict[str, dict[str, int]]:
         path = self.folder / "qrels" / f"{split}.tsv"
@@ -123,6 +157,7 @@ class Hub(Source):
 
     def __init__(self, name: str) -> None:
         self.name = name
+        self.where = name
 
     def _load(self, *args: str) -> Any:
         import datasets

@@ -1,0 +1,79 @@
+"""Mistakes this machine can reveal before torch loads: one line, exit 2, no run dir left behind."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from omegaconf import OmegaConf
+
+from research.config.compose import compose_all
+from research.config.preflight import AVAILABLE
+from tests.helpers.cli import run_cli
+from tests.helpers.read_only import read_only
+
+
+def _refused(done: subprocess.CompletedProcess[str], prog: str = "research-train") -> str:
+    assert done.returncode == 2, done.stderr[-2000:]
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith(f"{prog}: error: ")
+    return line
+
+
+def test_a_missing_resume_file_is_refused_before_a_run_dir_exists(workdir: Path):
+    line = _refused(run_cli("research-train", "ckpt_path=/nope/last.ckpt", cwd=workdir))
+    assert "ckpt_path=/nope/last.ckpt: no such file" in line
+    line = _refused(run_cli("research-train", "ckpt_path=last", cwd=workdir))
+    assert "ckpt_path=last: no unfinished run with run id" in line
+    assert not (workdir / "logs").exists()
+
+
+def test_a_log_dir_that_is_a_file_is_refused(workdir: Path):
+    (workdir / "taken").write_text("a file\n")
+    line = _refused(run_cli("research-train", f"paths.log_dir={workdir}/taken/logs", cwd=workdir))
+    assert f"paths.log_dir={workdir}/taken/logs: {workdir}/taken is a file" in line
+
+
+@pytest.fixture
+def read_only_dir(tmp_path: Path):
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    with read_only(folder):
+        yield folder
+
+
+def test_a_read_only_log_dir_is_refused(workdir: Path, read_only_dir: Path):
+    line = _refused(run_cli("research-train", f"paths.log_dir={read_only_dir}/logs", cwd=workdir))
+    assert f"cannot write in {read_only_dir}" in line and "Read-only file system" in line
+
+
+def test_an_accelerator_this_machine_lacks_is_refused(workdir: Path):
+    missing = next(name for name in ("mps", "tpu", "gpu") if not AVAILABLE[name]())
+    line = _refused(run_cli("research-train", f"trainer.accelerator={missing}", cwd=workdir))
+    assert f"trainer.accelerator={missing}: this machine has no {missing} device" in line
+    assert not (workdir / "logs").exists()
+
+
+def _fake_run(folder: Path, config_name: str, overrides: list[str]) -> Path:
+    """A folder with the saved config a run of this command line would have, and nothing else."""
+    (cfg,) = compose_all(config_name, overrides)
+    (folder / ".hydra").mkdir(parents=True)
+    OmegaConf.save(cfg, folder / ".hydra" / "config.yaml")
+    (folder / "checkpoints").mkdir()
+    return folder
+
+
+def test_eval_of_what_is_not_a_finished_run_is_refused(workdir: Path):
+    evaluation = _fake_run(workdir / "an_eval", "eval", ["run_dir=/some/run"])
+    line = _refused(run_cli("research-eval", f"run_dir={evaluation}", cwd=workdir), "research-eval")
+    assert "is a research-eval run, not a training run" in line
+    unfinished = _fake_run(workdir / "no_checkpoint", "train", [])
+    line = _refused(run_cli("research-eval", f"run_dir={unfinished}", cwd=workdir), "research-eval")
+    assert "ckpt=best:" in line and "does not exist; the run saved: none" in line
+    line = _refused(
+        run_cli("research-eval", f"run_dir={unfinished}", "ckpt=/no/such.ckpt", cwd=workdir),
+        "research-eval",
+    )
+    assert "ckpt=/no/such.ckpt: no such file" in line
+    assert not (workdir / "logs").exists()

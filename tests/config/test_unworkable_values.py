@@ -1,0 +1,43 @@
+"""Values of the right type that cannot work are refused before torch loads, in one line."""
+
+from __future__ import annotations
+
+import pytest
+
+from research.config.compose import check_command_line
+from research.config.errors import ConfigError
+
+
+@pytest.mark.parametrize(
+    ("overrides", "expected"),
+    [
+        (["optimizer.lr=inf"], "optimizer.lr=inf is not a finite number"),
+        (["optimizer.lr=nan"], "optimizer.lr=nan is not a finite number"),
+        (["trainer.max_epochs=0"], "trainer.max_epochs=0 trains nothing; to only test"),
+        (
+            ["trainer.max_epochs=-1", "scheduler=cosine"],
+            "trainer.max_epochs=-1 trains until stopped, but scheduler cosine_with_warmup",
+        ),
+        (
+            ["trainer.max_epochs=-1", "scheduler=warmup_linear"],
+            "scheduler linear_with_warmup decays to the run's last step",
+        ),
+    ],
+)
+def test_unworkable_value_is_refused_in_one_line(overrides: list[str], expected: str):
+    with pytest.raises(ConfigError) as err:
+        check_command_line("train", overrides)
+    assert expected in str(err.value) and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        ["trainer.max_epochs=-1"],  # Lightning's "until stopped" with a schedule that has no end
+        ["trainer.max_epochs=-1", "scheduler=inverse_sqrt"],
+        ["trainer.max_epochs=-1", "trainer.max_steps=100", "scheduler=cosine"],
+    ],
+)
+def test_endless_training_is_accepted_where_it_can_work(overrides: list[str]):
+    (config,) = check_command_line("train", overrides)
+    assert config["trainer"]["max_epochs"] == -1
