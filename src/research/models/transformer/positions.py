@@ -106,6 +106,8 @@ class RotaryEmbedding(nn.Module):
 
     def tables(self, length: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
         stale = self._cache is None or self._cache[1].device != device
+        # Tables built under inference mode (validation) cannot enter autograd (training).
+        stale = stale or (self._cache[1].is_inference() and not torch.is_inference_mode_enabled())
         if stale or (self._cache[0] != length if self.dynamic else self._cache[0] < length):
             inv_freq = self.inv_freq
             if self.dynamic:
