@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import functools
 import hashlib
-from pathlib import Path
 from typing import Any
 
 from research.data.configs import HFLanguageModelConfig
+from research.data.hf_load import load_hf_dataset
 from research.data.language_model import LanguageModelDataModule
 from research.data.stdlib_text import split_of
 
@@ -57,25 +57,11 @@ class HFLanguageModelDataModule(LanguageModelDataModule):
         return self._documents
 
     def _load(self) -> Any:
-        import datasets
-
         config = self.config
-        try:
-            loaded = datasets.load_dataset(
-                config.name,
-                config.subset,
-                data_files=config.data_files,
-                cache_dir=str(Path(config.data_dir) / "hf"),
-            )
-        except Exception as err:  # noqa: BLE001 - hub, network and file errors alike
-            reason = str(err).strip().splitlines()[0][:160] if str(err).strip() else ""
-            raise FileNotFoundError(
-                f"data.name={config.name!r} could not be loaded ({type(err).__name__}: {reason}); "
-                "without network use a builder such as data.name=json with data.data_files"
-            ) from None
-        if config.text_field not in loaded["train"].column_names:
-            raise ValueError(
-                f"data.text_field={config.text_field!r} is not a column of {config.name!r}; its "
-                "columns are: " + ", ".join(loaded["train"].column_names)
-            )
-        return loaded
+        return load_hf_dataset(
+            config.name,
+            config.subset,
+            config.data_files,
+            config.data_dir,
+            {"text_field": config.text_field},
+        )

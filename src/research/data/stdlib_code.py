@@ -1,9 +1,9 @@
 """A code corpus that ships with every Python: the running interpreter's standard library source.
 
 Every `.py` file under the stdlib (tests included, site-packages left out; Python 3.11.7: 1,786
-readable files, 31.5 MB), each a document, split into train/val/test by a hash of its path, so the split
-is the same on every machine and no file straddles two splits. Files that are not UTF-8 are
-skipped (a few test fixtures). The fingerprint covers the Python version.
+readable files, 31.5 MB), each a document, split into train/val/test by a hash of its path, so
+the split is the same on every machine and no file straddles two splits. Files that are not UTF-8
+are skipped (a few test fixtures). The fingerprint covers the Python version.
 """
 
 from __future__ import annotations
