@@ -60,7 +60,11 @@ def ppl_at(metrics: dict[str, Any], context: int, length: int) -> float:
 
 
 def scaling_overrides(method: str, factor: int, original: int) -> list[str]:
-    block = f"{{rope_type:{method},factor:{factor},original_max_position_embeddings:{original}}}"
+    # Spaces after the colons: research-eval's overrides are read as YAML, research-train's by
+    # Hydra's grammar; this form means the same mapping to both.
+    block = (
+        f"{{rope_type: {method}, factor: {factor}, original_max_position_embeddings: {original}}}"
+    )
     return [f"model.net.rope_scaling={block}"]
 
 

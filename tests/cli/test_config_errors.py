@@ -16,6 +16,14 @@ CASES = [
     (["trainer.max_epochs=abc"], "trainer.max_epochs='abc' must be int or null"),
     (["-m", "optimizer.lr=0.1,0.01,-5"], "optimizer.lr=-5.0 is out of range"),
     (["optimizer.lrr=0.1"], "optimizer.lrr"),
+    (
+        ["experiment=context_extension", "model.net.rope_scaling={rope_type: yarn, factor: 4}"],
+        "rope_scaling.original_max_position_embeddings is required for rope_type=yarn",
+    ),
+    (
+        ["experiment=context_extension", "data.eval_lengths=[256,384]"],
+        "must each divide the longest (384)",
+    ),
 ]
 
 
