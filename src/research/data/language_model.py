@@ -65,8 +65,10 @@ class LanguageModelDataModule(SplitDataModule):
 
     def tokenizer(self) -> Any:
         """The trained tokenizer (building the cache first if needed)."""
-        self.streams()
-        return byte_level_bpe(self.cache_dir() / "tokenizer.json", [], self.config.vocab_size)
+        path = self.cache_dir() / "tokenizer.json"
+        if not path.is_file():
+            self.streams()
+        return byte_level_bpe(path, [], self.config.vocab_size)
 
     def streams(self) -> dict[str, torch.Tensor]:
         """One token stream per split, built and cached on first use."""
