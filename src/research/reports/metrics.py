@@ -2,7 +2,8 @@
 
 A direction comes from, in order: the user's explicit choice, the runs' own checkpoint mode for
 the monitored metric, then the metric's name (`acc`, `ndcg`, ... higher; `loss`, `ppl`,
-`bpb` (bits per byte), ... lower). A metric none of these decide gets no bold cell rather than a guessed one.
+`bpb` (bits per byte), ... lower). A metric none of these decide gets no bold cell rather
+than a guessed one.
 """
 
 from __future__ import annotations
