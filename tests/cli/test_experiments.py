@@ -14,6 +14,12 @@ EXPERIMENTS = sorted(
 )
 
 
+# Experiments whose corpus takes minutes to build in full run on a small part of it here.
+SMALL_DATA = {
+    "context_extension": ["data.max_files=80", "data.vocab_size=400", "data.eval_tokens=2048"],
+}
+
+
 @pytest.fixture(scope="module")
 def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Tiny files in the official formats for the experiments that use torchvision datasets."""
@@ -31,6 +37,7 @@ def test_experiment_smoke(experiment: str, workdir: Path, data_dir: Path):
         f"experiment={experiment}",
         "++trainer.fast_dev_run=true",
         "logger=none",
+        *SMALL_DATA.get(experiment, []),
         cwd=workdir,
         env={"RESEARCH_DATA_DIR": str(data_dir)},
     )

@@ -27,6 +27,7 @@ MODEL_DATA = {
     "cnn": ["digits", "mnist", "fashion_mnist", "cifar10"],
     "transformer_cls": ["synthetic_recall", "synthetic_listops", "stdlib_modules", "hf_text"],
     "transformer_mlm": ["stdlib_text"],
+    "transformer_lm": ["stdlib_code", "hf_lm"],
     "colbert": ["beir", "stdlib_codesearch"],
 }
 # Overrides that a data option needs to resolve (a BEIR folder is the user's to name).

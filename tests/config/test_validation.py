@@ -172,7 +172,7 @@ def test_unknown_key_suggests_the_closest_existing_one():
     """`model.encoder.*` (the issue's spelling) points to where the encoder's fields live."""
     message = _error(
         [
-            "experiment=rope_extrapolation",
+            "experiment=transformer_recall",
             "model.encoder.position=rope",
             "model.encoder.rope_scaling.type=yarn",
         ]

@@ -49,7 +49,8 @@ def test_wrong_column_or_missing_dataset_fail_in_one_line(
         name="json", data_files=files, text_field="body", data_dir=str(tmp_path)
     )
     with pytest.raises(
-        ValueError, match="column 'body' not in 'json'; its columns are: text, label"
+        ValueError,
+        match="text_field='body' is not a column of 'json'; its columns are: text, label",
     ):
         module.setup()
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")

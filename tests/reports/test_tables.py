@@ -113,6 +113,8 @@ def test_monitor_mode_beats_the_name_and_unknown_gets_no_bold():
         ("final.val/loss", "min"),
         ("final.test/perplexity", "min"),
         ("final.test/ppl", "min"),
+        ("final.test/ppl@1024", "min"),
+        ("final.test/bpb@512", "min"),
         ("final.test/top1_error", "min"),
         ("final.lr-Adam", None),
     ],

@@ -31,6 +31,18 @@ def coalesce(*values: object) -> object:
     return next((v for v in values if v is not None), None)
 
 
+def longest(*values: object) -> int:
+    """The largest integer among the arguments, lists flattened and nulls skipped (e.g. the
+    longest of a training context and its evaluation lengths)."""
+    flat: list = []
+    for value in values:
+        if isinstance(value, (list, tuple)) or type(value).__name__ == "ListConfig":
+            flat.extend(value)  # type: ignore[arg-type]
+        elif value is not None:
+            flat.append(value)
+    return max(flat)
+
+
 def optuna_direction(mode: str) -> str:
     """A checkpoint monitor's mode as Optuna's study direction."""
     return {"max": "maximize", "min": "minimize"}[mode]
@@ -46,6 +58,8 @@ def register_resolvers() -> None:
         OmegaConf.register_new_resolver("optuna_direction", optuna_direction)
     if not OmegaConf.has_resolver("sum"):
         OmegaConf.register_new_resolver("sum", lambda *values: sum(values))
+    if not OmegaConf.has_resolver("longest"):
+        OmegaConf.register_new_resolver("longest", longest)
     if not OmegaConf.has_resolver("coalesce"):
         OmegaConf.register_new_resolver("coalesce", coalesce)
     if not OmegaConf.has_resolver("default_backbone"):

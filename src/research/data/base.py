@@ -33,12 +33,14 @@ class SplitDataModule(L.LightningDataModule):
             return [self._one_loader(split, dataset) for dataset in self.splits[split]]
         return self._one_loader(split, self.splits[split])
 
-    def _one_loader(self, split: str, dataset: Dataset) -> DataLoader:
+    def _one_loader(
+        self, split: str, dataset: Dataset, batch_size: int | None = None
+    ) -> DataLoader:
         config = self.config
         sampler = EpochSeededSampler(len(dataset), config.seed) if split == "train" else None
         return DataLoader(
             dataset,
-            batch_size=config.batch_size,
+            batch_size=batch_size or config.batch_size,
             sampler=sampler,
             num_workers=config.num_workers,
             pin_memory=self.pin_memory,

@@ -154,6 +154,61 @@ class HFTextConfig(LoaderConfig):
 
 
 @dataclass
+class LanguageModelDataConfig(FractionsConfig):
+    """Token streams for causal language modelling (research.data.language_model): trained in
+    windows of `context` tokens; evaluated at `context` and at each of `eval_lengths`, every
+    length over the same first `eval_tokens` held-out tokens."""
+
+    vocab_size: int = spec(8000, ge=300)  # byte-level BPE starts from 256 bytes
+    context: int = spec(128, ge=2)
+    eval_lengths: list[int] | None = None
+    eval_tokens: int = spec(65536, ge=2)
+    max_train_windows: int | None = spec(None, ge=1)
+
+    @property
+    def lengths(self) -> list[int]:
+        """The context first, then every other evaluation length, ascending."""
+        others = sorted(set(self.eval_lengths or []) - {self.context})
+        return [self.context, *others]
+
+    def check(self, at: str) -> None:
+        if self.val_fraction + self.test_fraction >= 1.0:
+            fail(at, "test_fraction", "plus val_fraction must be < 1, leaving a train split")
+        if any(n < 2 for n in self.eval_lengths or []):
+            fail(at, "eval_lengths", f"={self.eval_lengths} must all be >= 2")
+        longest = max(self.lengths)
+        if any(longest % n for n in self.lengths):
+            fail(
+                at,
+                "eval_lengths",
+                f"={self.eval_lengths} and context={self.context} must each divide the longest "
+                f"({longest}), so that every length scores the same held-out tokens",
+            )
+        if self.eval_tokens < longest:
+            fail(at, "eval_tokens", f"={self.eval_tokens} must be >= the longest length {longest}")
+
+
+@dataclass
+class StdlibCodeConfig(LanguageModelDataConfig):
+    """The running Python's stdlib source as a code corpus (research.data.stdlib_code);
+    `max_files` keeps the first files by path (a small corpus for tests)."""
+
+    targets = ("research.data.stdlib_code.StdlibCodeDataModule",)
+    max_files: int | None = spec(None, ge=3)
+
+
+@dataclass
+class HFLanguageModelConfig(LanguageModelDataConfig):
+    """Any text dataset through datasets.load_dataset, for causal LM (research.data.hf_lm)."""
+
+    targets = ("research.data.hf_lm.HFLanguageModelDataModule",)
+    name: str = "wikitext"
+    subset: str | None = "wikitext-103-raw-v1"
+    data_files: Any = None
+    text_field: str = "text"
+
+
+@dataclass
 class RetrievalDataConfig(LoaderConfig):
     """What every retrieval datamodule takes: negatives, subsets, the eval corpus
     (research.data.beir.datamodule.RetrievalDataModule)."""

@@ -18,6 +18,7 @@ from torch.utils.data import TensorDataset
 
 from research.data.base import SplitDataModule
 from research.data.configs import HFTextConfig
+from research.data.hf_load import load_hf_dataset
 from research.data.tokenizer import wordpiece
 
 
@@ -31,28 +32,9 @@ class HFTextDataModule(SplitDataModule):
         self.collate_fn = _as_batch
 
     def _load(self) -> Any:
-        import datasets
-
         config = self.config
-        try:
-            loaded = datasets.load_dataset(
-                config.name,
-                data_files=config.data_files,
-                cache_dir=str(Path(config.data_dir) / "hf"),
-            )
-        except Exception as err:  # noqa: BLE001 - hub, network and file errors alike
-            reason = str(err).strip().splitlines()[0][:160] if str(err).strip() else ""
-            raise FileNotFoundError(
-                f"data.name={config.name!r} could not be loaded ({type(err).__name__}: {reason}); "
-                "without network use a builder such as data.name=json with data.data_files"
-            ) from None
-        for column in (config.text_field, config.label_field):
-            if column not in loaded["train"].column_names:
-                raise ValueError(
-                    f"data: column {column!r} not in {config.name!r}; its columns are: "
-                    + ", ".join(loaded["train"].column_names)
-                )
-        return loaded
+        columns = {"text_field": config.text_field, "label_field": config.label_field}
+        return load_hf_dataset(config.name, None, config.data_files, config.data_dir, columns)
 
     def _fingerprint(self, train_texts: list[str]) -> str:
         config = self.config

@@ -7,6 +7,7 @@ place only. `targets` names the classes built from it.
 
 from __future__ import annotations
 
+import typing
 from dataclasses import dataclass
 
 from research.config.schema import Schema, fail, spec
@@ -17,7 +18,81 @@ ACTIVATIONS = ("relu", "gelu")
 POSITIONS = ("none", "sinusoidal", "learned", "rope")
 POOLINGS = ("cls", "mean", "last")
 INITS = ("gpt2", "xavier")
-ROPE_SCALINGS = ("none", "linear", "ntk", "yarn")
+# RoPE scaling: the keys and names of HF transformers' `rope_scaling` / `rope_parameters` block,
+# so a hub model's block can be pasted ("default" is HF's name for none).
+ROPE_SCALINGS = ("none", "default", "linear", "ntk", "dynamic", "yarn")
+ROPE_KEYS = (
+    "rope_type",
+    "factor",
+    "original_max_position_embeddings",
+    "beta_fast",
+    "beta_slow",
+    "attention_factor",
+    "mscale",
+    "mscale_all_dim",
+    "truncate",
+)
+# Older names accepted for the same keys: HF's legacy "type", and this project's earlier
+# original_max_len / alpha / beta (YaRN's alpha = beta_slow, beta = beta_fast, in rotations).
+ROPE_ALIASES = {
+    "type": "rope_type",
+    "original_max_len": "original_max_position_embeddings",
+    "alpha": "beta_slow",
+    "beta": "beta_fast",
+}
+# The schemes that need the context length the model was trained at.
+_NEEDS_ORIGINAL = ("dynamic", "yarn")
+
+
+def rope_parameters(scaling: dict | None, at: str = "rope_scaling") -> dict:
+    """A `rope_scaling` block in canonical form (HF's key names, rope_type "none" when off),
+    checked: one-line errors name the key and what is valid. Torch-free, so the CLI checks it
+    before torch loads and the network builds from the same result."""
+    params: dict = {}
+    written: dict = {}  # canonical name -> the key the user wrote, for the error message
+    for key, value in dict(scaling or {}).items():
+        name = ROPE_ALIASES.get(key, key)
+        if name not in ROPE_KEYS:
+            valid = ", ".join(ROPE_KEYS + tuple(ROPE_ALIASES))
+            fail(at, str(key), f"is not a rope_scaling key; valid keys: {valid}")
+        if name in params and params[name] != value:
+            fail(at, str(key), f"={value!r} contradicts {name}={params[name]!r}; give one")
+        params[name], written[name] = value, str(key)
+
+    def bad(name: str, message: str) -> typing.NoReturn:
+        fail(at, written.get(name, name), message)
+
+    kind = params.get("rope_type") or "none"
+    if kind not in ROPE_SCALINGS:
+        valid = ", ".join(ROPE_SCALINGS)
+        bad("rope_type", f"={kind!r} is not valid; choose one of: {valid}")
+    params["rope_type"] = kind = "none" if kind == "default" else kind
+    if kind == "none":
+        return params
+    factor = params.get("factor", 1.0)
+    if not _number(factor) or factor < 1.0:
+        bad("factor", f"={factor!r} must be a number >= 1")
+    params["factor"] = float(factor)
+    original = params.get("original_max_position_embeddings")
+    if kind in _NEEDS_ORIGINAL and original is None:
+        bad(
+            "original_max_position_embeddings",
+            f"is required for rope_type={kind}: the context length the model was trained at",
+        )
+    if original is not None and (not isinstance(original, int) or original < 1):
+        bad("original_max_position_embeddings", f"={original!r} must be an integer >= 1")
+    for key in ("beta_fast", "beta_slow", "attention_factor", "mscale", "mscale_all_dim"):
+        if params.get(key) is not None and (not _number(params[key]) or params[key] <= 0):
+            bad(key, f"={params[key]!r} must be a number > 0")
+    if not isinstance(params.get("truncate", True), bool):
+        bad("truncate", f"={params['truncate']!r} must be true or false")
+    if params.get("beta_fast", 32) <= params.get("beta_slow", 1):
+        bad("beta_fast", "must be > beta_slow (rotations: fast 32, slow 1 by default)")
+    return params
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 @dataclass
@@ -86,6 +161,8 @@ class EncoderConfig(Schema):
     # gpt2: N(0, 0.02), residual-writing projections / sqrt(2 n_layers); xavier: Glorot normal,
     # no depth scaling (Xiong et al. 2020's setting).
     init: str = spec("gpt2", choices=INITS)
+    # Causal attention: position t attends to positions <= t only (a left-to-right LM).
+    causal: bool = False
 
     @property
     def head_dim(self) -> int:
@@ -100,17 +177,7 @@ class EncoderConfig(Schema):
             fail(
                 at, "d_model", f"/ n_heads gives head dimension {self.head_dim}; RoPE needs it even"
             )
-        scaling = dict(self.rope_scaling or {})
-        kind = scaling.get("type", "none") or "none"
-        if kind not in ROPE_SCALINGS:
-            fail(
-                at,
-                "rope_scaling.type",
-                f"={kind!r} is not valid; choose one of: " + ", ".join(ROPE_SCALINGS),
-            )
-        factor = scaling.get("factor", 1.0)
-        if kind != "none" and (not isinstance(factor, (int, float)) or factor < 1.0):
-            fail(at, "rope_scaling.factor", f"={factor!r} must be a number >= 1")
+        rope_parameters(self.rope_scaling, f"{at}.rope_scaling" if at else "rope_scaling")
 
 
 @dataclass
@@ -124,6 +191,20 @@ class SequenceClassifierConfig(EncoderConfig):
 class MaskedLanguageModelConfig(EncoderConfig):
     targets = ("research.models.transformer.MaskedLanguageModel",)
     tie_weights: bool = True
+
+
+@dataclass
+class CausalLanguageModelConfig(EncoderConfig):
+    """The encoder with causal attention and a next-token head (weight-tied with `tie_weights`)."""
+
+    targets = ("research.models.transformer.CausalLanguageModel",)
+    causal: bool = True
+    tie_weights: bool = True
+
+    def check(self, at: str) -> None:
+        super().check(at)
+        if not self.causal:
+            fail(at, "causal", "=False would let each position see the token it must predict")
 
 
 @dataclass

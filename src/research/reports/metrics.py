@@ -1,8 +1,9 @@
 """Which metrics a report shows, and which way each one is better.
 
 A direction comes from, in order: the user's explicit choice, the runs' own checkpoint mode for
-the monitored metric, then the metric's name (`acc`, `ndcg`, ... higher; `loss`, `ppl`, ...
-lower). A metric none of these decide gets no bold cell rather than a guessed one.
+the monitored metric, then the metric's name (`acc`, `ndcg`, ... higher; `loss`, `ppl`,
+`bpb` (bits per byte), ... lower). A metric none of these decide gets no bold cell rather
+than a guessed one.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from research.reports.errors import ReportError
 
 DIRECTIONS = ("max", "min")
 _HIGHER = {"acc", "accuracy", "ndcg", "mrr", "recall", "f1", "precision", "map", "auc", "auroc"}
-_LOWER = {"loss", "perplexity", "ppl", "error", "err", "mse", "mae", "rmse", "wer", "cer"}
+_LOWER = {"loss", "perplexity", "ppl", "bpb", "error", "err", "mse", "mae", "rmse", "wer", "cer"}
 _PARTS = ("final.", "best.")
 
 

@@ -7,6 +7,7 @@ are the task's own settings.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from research.config.schema import Schema, fail, spec
 from research.retrieval.configs import check_search
@@ -33,6 +34,18 @@ class MaskedLMConfig(Schema):
     mask_token_id: int = spec(4, ge=0)
     vocab_size: int = spec(8000, ge=2)
     special_ids: list[int] = spec([0, 1, 2, 3, 4])
+
+
+@dataclass
+class CausalLMConfig(Schema):
+    targets = ("research.tasks.causal_lm.CausalLMModule",)
+    passthrough = ("net",)
+    # A Lightning checkpoint whose network weights start this run (fine-tuning), or null.
+    init_from: str | None = None
+
+    def check(self, at: str) -> None:
+        if self.init_from is not None and not Path(self.init_from).expanduser().is_file():
+            fail(at, "init_from", f"={self.init_from!r} is not a file; give a .ckpt path or null")
 
 
 @dataclass

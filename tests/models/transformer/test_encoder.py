@@ -88,19 +88,11 @@ def test_linear_scaling_encodes_s_times_p_as_p():
     )
 
 
-def test_ntk_and_yarn_follow_their_formulas():
+def test_ntk_follows_its_formula():
     d, s, base = 16, 4.0, 10000.0
-    plain, _, _ = rope_frequencies(d, base, None)
-    ntk, _, _ = rope_frequencies(d, base, {"type": "ntk", "factor": s})
+    ntk, scale = rope_frequencies(d, base, {"type": "ntk", "factor": s})
     expected = (base * s ** (d / (d - 2))) ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
-    assert torch.allclose(ntk, expected.float())
-    yarn, divisor, scale = rope_frequencies(
-        d, base, {"type": "yarn", "factor": s, "original_max_len": 64}
-    )
-    assert divisor == 1.0 and scale == pytest.approx(0.1 * math.log(s) + 1)
-    ratio = 64 * plain / (2 * math.pi)
-    assert torch.allclose(yarn[ratio > 32], plain[ratio > 32])  # high frequencies unchanged
-    assert torch.allclose(yarn[ratio < 1], plain[ratio < 1] / s)  # low ones interpolated
+    assert torch.allclose(ntk, expected.float()) and scale == 1.0
 
 
 @pytest.mark.parametrize("position", ["none", "sinusoidal", "learned", "rope"])
@@ -216,6 +208,17 @@ def test_depth_keeps_activation_variance_near_one():
         ({"d_model": 30, "n_heads": 4}, "d_model=30 must be divisible by n_heads=4"),
         ({"n_kv_heads": 3}, "n_kv_heads=3 must divide n_heads=4"),
         ({"rope_scaling": {"type": "magic"}}, "rope_scaling.type='magic' is not valid"),
+        ({"rope_scaling": {"rope_type": "llama3"}}, "rope_type='llama3' is not valid; choose"),
+        ({"rope_scaling": {"rope_type": "yarn", "factor": 2}}, "original_max_position_embeddings"),
+        ({"rope_scaling": {"rope_type": "linear", "scale": 2}}, "scale is not a rope_scaling key"),
+        (
+            {"rope_scaling": {"type": "yarn", "rope_type": "ntk", "factor": 2}},
+            "rope_type='ntk' contradicts rope_type='yarn'",
+        ),
+        (
+            {"rope_scaling": {"type": "yarn", "factor": 2, "original_max_len": 8, "beta_fast": 1}},
+            "beta_fast must be > beta_slow",
+        ),
         ({"rope_scaling": {"type": "linear", "factor": 0.5}}, "factor=0.5 must be a number >= 1"),
         ({"embedding_std": 0.0}, "embedding_std=0.0 is out of range; it must be > 0.0"),
         ({"init": "kaiming"}, "init='kaiming' is not valid; choose one of: gpt2, xavier"),

@@ -1,9 +1,10 @@
 """The transformer encoder family: variants are config fields (`norm`, `position`, ...)."""
 
 from research.models.transformer.encoder import (
+    CausalLanguageModel,
     MaskedLanguageModel,
     SequenceClassifier,
     TransformerEncoder,
 )
 
-__all__ = ["MaskedLanguageModel", "SequenceClassifier", "TransformerEncoder"]
+__all__ = ["CausalLanguageModel", "MaskedLanguageModel", "SequenceClassifier", "TransformerEncoder"]

@@ -1,5 +1,6 @@
 """Multi-head self-attention through `scaled_dot_product_attention` (flash / memory-efficient
-kernels where the hardware has them), with grouped-query attention and optional QK-norm."""
+kernels where the hardware has them), with grouped-query attention, optional QK-norm and
+optional causal masking."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from research.models.transformer.positions import RotaryEmbedding, rotate
 
 class SelfAttention(nn.Module):
     """`n_kv_heads` < `n_heads` shares each key/value head among n_heads / n_kv_heads query
-    heads (GQA; 1 = multi-query attention); `qk_norm` RMS-normalises q and k per head."""
+    heads (GQA; 1 = multi-query attention); `qk_norm` RMS-normalises q and k per head; `causal`
+    lets position t attend to positions <= t only."""
 
     def __init__(
         self,
@@ -23,6 +25,7 @@ class SelfAttention(nn.Module):
         bias: bool = True,
         qk_norm: bool = False,
         rotary: RotaryEmbedding | None = None,
+        causal: bool = False,
     ) -> None:
         super().__init__()
         n_kv_heads = n_kv_heads or n_heads  # the config checks that it divides n_heads
@@ -36,6 +39,7 @@ class SelfAttention(nn.Module):
         self.k_norm = nn.RMSNorm(self.head_dim) if qk_norm else nn.Identity()
         self.dropout = dropout
         self.rotary = rotary
+        self.causal = causal
 
     def _heads(self, x: torch.Tensor, heads: int) -> torch.Tensor:
         batch, length, _ = x.shape
@@ -54,11 +58,35 @@ class SelfAttention(nn.Module):
         if self.n_kv_heads != self.n_heads:
             repeat = self.n_heads // self.n_kv_heads
             k, v = k.repeat_interleave(repeat, dim=1), v.repeat_interleave(repeat, dim=1)
-        attn_mask = mask[:, None, None, :] if mask is not None else None
+        attn_mask = attention_mask(mask, self.causal, x.shape[1])
         y = F.scaled_dot_product_attention(
-            q, k, v, attn_mask=attn_mask, dropout_p=self.dropout if self.training else 0.0
+            q,
+            k,
+            v,
+            attn_mask=attn_mask,
+            dropout_p=self.dropout if self.training else 0.0,
+            # SDPA's own causal path (and its fused kernels) only when nothing is padded.
+            is_causal=self.causal and attn_mask is None,
         )
         return self.out(y.transpose(1, 2).reshape(x.shape))
 
     def extra_repr(self) -> str:
-        return f"n_heads={self.n_heads}, n_kv_heads={self.n_kv_heads}, head_dim={self.head_dim}"
+        return (
+            f"n_heads={self.n_heads}, n_kv_heads={self.n_kv_heads}, head_dim={self.head_dim}, "
+            f"causal={self.causal}"
+        )
+
+
+def attention_mask(mask: torch.Tensor | None, causal: bool, length: int) -> torch.Tensor | None:
+    """SDPA's boolean mask (True = may attend) from key padding (B, T), combined with the causal
+    triangle; None when there is no padding (SDPA's is_causal then covers causality). Each
+    position may always attend to itself, so a padded query never has every key masked (which
+    would give NaN); real queries never see padding or a later position either way."""
+    if mask is None:
+        return None
+    keys = mask[:, None, None, :]
+    if not causal:
+        return keys
+    earlier = torch.ones(length, length, dtype=torch.bool, device=mask.device).tril()
+    itself = torch.eye(length, dtype=torch.bool, device=mask.device)
+    return (earlier & keys) | itself

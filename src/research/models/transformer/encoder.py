@@ -1,4 +1,6 @@
-"""The transformer encoder and its sequence-classification head."""
+"""The transformer encoder and its heads: sequence classification, masked and causal language
+modelling (a causal LM is this encoder with `causal=True`: the same blocks, norms and
+positions serve both directions)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import torch
 from torch import nn
 
 from research.models.configs import (
+    CausalLanguageModelConfig,
     EncoderConfig,
     MaskedLanguageModelConfig,
     SequenceClassifierConfig,
@@ -49,7 +52,14 @@ class TransformerEncoder(nn.Module):
         self.blocks = nn.ModuleList(
             EncoderBlock(
                 SelfAttention(
-                    c.d_model, c.n_heads, c.n_kv_heads, c.dropout, c.bias, c.qk_norm, rotary
+                    c.d_model,
+                    c.n_heads,
+                    c.n_kv_heads,
+                    c.dropout,
+                    c.bias,
+                    c.qk_norm,
+                    rotary,
+                    c.causal,
                 ),
                 c.d_model,
                 c.d_ff or 4 * c.d_model,
@@ -109,7 +119,7 @@ class TransformerEncoder(nn.Module):
     def extra_repr(self) -> str:
         return (
             f"d_model={self.d_model}, n_layers={self.n_layers}, position={self.position!r}, "
-            f"init={self.config.init!r}"
+            f"init={self.config.init!r}, causal={self.config.causal}"
         )
 
 
@@ -170,3 +180,26 @@ class MaskedLanguageModel(nn.Module):
 
     def extra_repr(self) -> str:
         return f"tie_weights={self.tie_weights}"
+
+
+class CausalLanguageModel(nn.Module):
+    """A causal encoder plus a next-token head: logits (B, T, vocab) where row t scores token
+    t + 1 from tokens <= t. With `tie_weights` the head is the token embedding (Press & Wolf
+    2017; GPT-2 does the same), so it adds no parameters."""
+
+    def __init__(self, config: CausalLanguageModelConfig | None = None, **params: Any) -> None:
+        super().__init__()
+        self.config = CausalLanguageModelConfig.build(config, params)
+        self.encoder = TransformerEncoder(self.config)
+        vocab_size, d_model = self.encoder.embed.weight.shape
+        self.head = nn.Linear(d_model, vocab_size, bias=False)
+        if self.config.tie_weights:
+            self.head.weight = self.encoder.embed.weight
+
+    def forward(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        return self.head(self.encoder(input_ids, attention_mask))
+
+    def extra_repr(self) -> str:
+        return f"tie_weights={self.config.tie_weights}"

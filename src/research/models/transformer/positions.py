@@ -11,6 +11,8 @@ import math
 import torch
 from torch import nn
 
+from research.models.configs import rope_parameters
+
 
 def sinusoidal_table(max_len: int, d_model: int) -> torch.Tensor:
     """Vaswani et al. (2017): PE[p, 2i] = sin(p / 10000^(2i/d)), PE[p, 2i+1] = cos(same)."""
@@ -25,50 +27,95 @@ def sinusoidal_table(max_len: int, d_model: int) -> torch.Tensor:
 
 
 def rope_frequencies(
-    head_dim: int, base: float, scaling: dict | None
-) -> tuple[torch.Tensor, float, float]:
-    """Inverse frequencies, position divisor and attention scale for a RoPE scaling scheme.
+    head_dim: int, base: float, scaling: dict | None, length: int | None = None
+) -> tuple[torch.Tensor, float]:
+    """Inverse frequencies and attention factor of RoPE under a scaling scheme, equal to HF
+    transformers' `modeling_rope_utils` (tested against it), for sequences of `length` tokens.
 
-    - linear: position interpolation, positions divided by the factor (Chen et al. 2023).
-    - ntk: "NTK-aware" scaling, base multiplied by factor^(d / (d - 2)) (bloc97, 2023; as
-      summarised in Peng et al. 2024, section 3.1).
-    - yarn: YaRN (Peng et al. 2024): with r = original_max_len / wavelength per frequency,
-      interpolate (divide by the factor) where r < alpha, keep where r > beta, ramp linearly
-      between (alpha = 1, beta = 32), and scale attention by 1/t with sqrt(1/t) = 0.1 ln s + 1.
+    - linear: position interpolation (Chen et al. 2023), every frequency divided by the factor.
+    - ntk: static "NTK-aware" scaling (bloc97, 2023), base multiplied by factor^(d / (d - 2)).
+    - dynamic: HF's dynamic NTK: the NTK base for the length at hand, growing past the original
+      length as base * (factor * length / original - (factor - 1))^(d / (d - 2)); unchanged up
+      to the original length.
+    - yarn: YaRN (Peng et al. 2024), the authors' reference code as HF runs it: dimensions whose
+      wavelength fits more than beta_fast rotations into the original context keep their
+      frequency, those with fewer than beta_slow are interpolated (divided by the factor); the
+      dimension indices of those bounds (floored / ceiled unless truncate is false) are joined
+      by a ramp linear in the dimension index. cos and sin are scaled by the attention factor
+      0.1 ln(factor) + 1 (or mscale / mscale_all_dim's ratio, or attention_factor if given).
     """
-    scaling = dict(scaling or {})  # checked by EncoderConfig (type, factor >= 1)
-    kind = scaling.get("type", "none") or "none"
-    factor = float(scaling.get("factor", 1.0))
-    exponents = torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim
+    params = rope_parameters(scaling)
+    kind, factor = params["rope_type"], params.get("factor", 1.0)
+    exponent = head_dim / (head_dim - 2)
     if kind == "ntk":
-        base = base * factor ** (head_dim / (head_dim - 2))
-    inv_freq = base ** (-exponents)
-    divisor, attention_scale = (factor if kind == "linear" else 1.0), 1.0
-    if kind == "yarn":
-        original = float(scaling.get("original_max_len", 2048))
-        alpha, beta = float(scaling.get("alpha", 1.0)), float(scaling.get("beta", 32.0))
-        ratio = original * inv_freq / (2 * math.pi)  # context length / wavelength
-        ramp = ((ratio - alpha) / (beta - alpha)).clamp(0.0, 1.0)
-        inv_freq = (1 - ramp) * inv_freq / factor + ramp * inv_freq
-        attention_scale = 0.1 * math.log(factor) + 1.0
-    return inv_freq.float(), divisor, attention_scale
+        base = base * factor**exponent
+    elif kind == "dynamic":
+        original = params["original_max_position_embeddings"]
+        longest = max(length or original, original)
+        base = base * (factor * longest / original - (factor - 1)) ** exponent
+    inv_freq = 1.0 / base ** (torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim)
+    if kind == "linear":
+        inv_freq = inv_freq / factor
+    if kind != "yarn":
+        return inv_freq.float(), 1.0
+    low, high = _yarn_dims(head_dim, base, params)
+    ramp = ((torch.arange(head_dim // 2, dtype=torch.float64) - low) / (high - low)).clamp(0, 1)
+    # ramp 0: extrapolate (keep the frequency); ramp 1: interpolate (divide by the factor).
+    inv_freq = inv_freq * (1 - ramp) + inv_freq / factor * ramp
+    return inv_freq.float(), _yarn_attention_factor(factor, params)
+
+
+def _yarn_dims(head_dim: int, base: float, params: dict) -> tuple[float, float]:
+    """The dimension indices where a frequency turns `beta_fast` and `beta_slow` rotations over
+    the original context (YaRN's correction range)."""
+    original = params["original_max_position_embeddings"]
+
+    def dim_of(rotations: float) -> float:
+        return head_dim * math.log(original / (rotations * 2 * math.pi)) / (2 * math.log(base))
+
+    low, high = dim_of(params.get("beta_fast") or 32), dim_of(params.get("beta_slow") or 1)
+    if params.get("truncate", True):
+        low, high = math.floor(low), math.ceil(high)
+    low, high = max(low, 0), min(high, head_dim - 1)
+    return low, high + 0.001 if low == high else high
+
+
+def _yarn_attention_factor(factor: float, params: dict) -> float:
+    if params.get("attention_factor") is not None:
+        return float(params["attention_factor"])
+
+    def mscale(scale: float, weight: float = 1.0) -> float:
+        return 1.0 if scale <= 1 else 0.1 * weight * math.log(scale) + 1.0
+
+    if params.get("mscale") and params.get("mscale_all_dim"):
+        return mscale(factor, params["mscale"]) / mscale(factor, params["mscale_all_dim"])
+    return mscale(factor)
 
 
 class RotaryEmbedding(nn.Module):
-    """cos/sin tables for RoPE, grown on demand when a longer sequence arrives."""
+    """cos/sin tables for RoPE, grown on demand when a longer sequence arrives (dynamic NTK:
+    recomputed per length, since its frequencies depend on it)."""
 
     def __init__(self, head_dim: int, base: float = 10000.0, scaling: dict | None = None) -> None:
         super().__init__()
-        inv_freq, self.divisor, self.attention_scale = rope_frequencies(head_dim, base, scaling)
+        self.head_dim, self.base, self.scaling = head_dim, base, scaling
+        self.dynamic = rope_parameters(scaling)["rope_type"] == "dynamic"
+        inv_freq, self.attention_scale = rope_frequencies(head_dim, base, scaling)
         self.register_buffer("inv_freq", inv_freq, persistent=False)
         self._cache: tuple[int, torch.Tensor, torch.Tensor] | None = None
 
     def tables(self, length: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
-        if self._cache is None or self._cache[0] < length or self._cache[1].device != device:
-            positions = torch.arange(length, device=device, dtype=torch.float32) / self.divisor
-            angles = torch.outer(positions, self.inv_freq.to(device))
+        stale = self._cache is None or self._cache[1].device != device
+        # Tables built under inference mode (validation) cannot enter autograd (training).
+        stale = stale or (self._cache[1].is_inference() and not torch.is_inference_mode_enabled())
+        if stale or (self._cache[0] != length if self.dynamic else self._cache[0] < length):
+            inv_freq = self.inv_freq
+            if self.dynamic:
+                inv_freq, _ = rope_frequencies(self.head_dim, self.base, self.scaling, length)
+            positions = torch.arange(length, device=device, dtype=torch.float32)
+            angles = torch.outer(positions, inv_freq.to(device))
             angles = torch.cat([angles, angles], dim=-1)
-            # YaRN's temperature scales q and k alike, so q.k grows by attention_scale**2 = 1/t.
+            # YaRN's attention factor scales q and k alike, so q.k grows by its square.
             self._cache = (
                 length,
                 angles.cos() * self.attention_scale,

@@ -1,0 +1,32 @@
+"""`datasets.load_dataset` with one-line errors: what hf_text and hf_lm read their data through."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+
+def load_hf_dataset(
+    name: str, subset: str | None, data_files: Any, data_dir: str, columns: dict[str, str]
+) -> Any:
+    """The DatasetDict of a hub dataset (with network) or a builder over local files, checked to
+    have `columns` (config key -> column name) in its train split."""
+    import datasets
+
+    try:
+        loaded = datasets.load_dataset(
+            name, subset, data_files=data_files, cache_dir=str(Path(data_dir) / "hf")
+        )
+    except Exception as err:  # noqa: BLE001 - hub, network and file errors alike
+        reason = str(err).strip().splitlines()[0][:160] if str(err).strip() else ""
+        raise FileNotFoundError(
+            f"data.name={name!r} could not be loaded ({type(err).__name__}: {reason}); "
+            "without network use a builder such as data.name=json with data.data_files"
+        ) from None
+    for key, column in columns.items():
+        if column not in loaded["train"].column_names:
+            raise ValueError(
+                f"data.{key}={column!r} is not a column of {name!r}; its columns are: "
+                + ", ".join(loaded["train"].column_names)
+            )
+    return loaded
