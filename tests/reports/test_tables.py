@@ -21,7 +21,12 @@ from research.reports import (
     to_markdown,
 )
 from research.reports.metrics import direction_by_name
-from tests.reports.conftest import completed_values, expected_variant, read_metrics_files
+from tests.reports.conftest import (
+    completed_values,
+    expected_variant,
+    read_metrics_files,
+    write_run,
+)
 
 METRICS = ["final.test/acc", "final.test/loss", "best.val/acc"]
 
@@ -144,3 +149,20 @@ def test_default_and_named_metrics(runs: pd.DataFrame):
         ReportError, match=r"unknown metric 'test/acc2'; available: .*final\.test/acc"
     ):
         resolve_metric(runs, "test/acc2")
+
+
+def test_an_interrupted_run_gets_its_own_column_and_no_share_of_the_mean(tmp_path: Path):
+    """A run stopped by a signal is neither a result nor a failure of the variant: it is counted
+    apart (the column appears only when there is one) and left out of the mean."""
+    for seed, status in ((0, "completed"), (1, "completed"), (2, "interrupted")):
+        write_run(tmp_path / f"run{seed}", seed, ["optimizer.lr=0.1", f"seed={seed}"], status)
+    runs = load_runs(tmp_path)
+    table = summarize(runs, ["final.val/acc"])
+    row = table.loc["optimizer.lr=0.1"]
+    assert (row["n"], row["failed"], row["interrupted"]) == (2, 0, 1)
+    done = runs[runs["status"] == "completed"]["final.val/acc"]
+    assert row["final.val/acc mean"] == pytest.approx(done.mean())
+    header, _ = _table_rows(to_markdown(table, ["final.val/acc"], {"final.val/acc": "max"}))
+    assert header[:5] == ["variant", "n", "failed", "diverged", "interrupted"]
+    completed_only = summarize(runs[runs["status"] == "completed"], ["final.val/acc"])
+    assert "interrupted" not in completed_only.columns

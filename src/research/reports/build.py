@@ -93,7 +93,7 @@ def _not_completed(runs: pd.DataFrame, source: Path) -> list[str]:
 
 def _document(report: Report, plots: list[Path]) -> str:
     counts = report.runs["status"].value_counts()
-    shown = [s for s in STATUSES if s != "pruned" or counts.get(s, 0)]
+    shown = [s for s in STATUSES if s not in ("interrupted", "pruned") or counts.get(s, 0)]
     tally = ", ".join(f"{counts.get(s, 0)} {s}" for s in shown)
     lines = [
         f"# Report: {report.source.name}",

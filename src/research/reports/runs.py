@@ -22,8 +22,9 @@ from research.reports.errors import ReportError, RunsWarning
 from research.tracking.naming import meaningful_overrides
 from research.tracking.run_dir import HISTORY_FILE, METRICS_FILE, STARTED_FILE, read_history
 
-# "pruned": a search trial its study's pruner stopped (left out of the means like a failure).
-STATUSES = ("completed", "failed", "diverged", "pruned")
+# "pruned": a search trial its study's pruner stopped; "interrupted": a run a signal stopped
+# (resumable). Both are left out of the means like a failure.
+STATUSES = ("completed", "failed", "diverged", "interrupted", "pruned")
 _RUN_ID = re.compile(r"^(?P<hash>[0-9a-f]+)-s(?P<seed>-?\d+)$")
 _WANDB_FIELDS = ("project", "group", "mode", "run_id")
 

@@ -1,8 +1,9 @@
 """Per-variant aggregation over seeds, and its Markdown table.
 
 Means, sample standard deviations (ddof=1) and bootstrap CIs of the mean use completed runs only;
-failed and diverged runs are counted in their own columns, so a variant that often breaks cannot
-look good by its survivors alone without the table saying so. A cell is bold only when the
+failed and diverged runs (and interrupted ones, when there are any) are counted in their own
+columns, so a variant that often breaks cannot look good by its survivors alone without the table
+saying so. A cell is bold only when the
 variant beats the baseline beyond noise (`research.reports.stats`), never for the best mean
 alone: with a few seeds the best mean is often a tie within noise.
 """
@@ -21,7 +22,8 @@ _NONE = "–"
 
 
 def summarize(runs: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
-    """One row per variant ("default" first): n (completed runs), failed, diverged, and per
+    """One row per variant ("default" first): n (completed runs), failed, diverged (interrupted
+    too when a run was), and per
     metric `<metric> mean`, `<metric> std`, `<metric> n` (completed runs with a value) and the
     bootstrap CI of the mean, `<metric> ci_low` / `<metric> ci_high`."""
     variants = order_variants(runs["variant"])
@@ -30,6 +32,8 @@ def summarize(runs: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
     table = pd.DataFrame(
         {"n": counts["completed"], "failed": counts["failed"], "diverged": counts["diverged"]}
     )
+    if counts["interrupted"].any():
+        table["interrupted"] = counts["interrupted"]
     done = runs[runs["status"] == "completed"].groupby("variant")
     for metric in metrics:
         table[f"{metric} mean"] = done[metric].mean().astype(float)
@@ -86,14 +90,18 @@ def to_markdown(
 ) -> str:
     """A GitHub-flavoured table of `summarize`'s output, with a legend under it; a cell is bold
     when `comparisons` (metric -> comparisons against `baseline`) say it is better."""
-    header = ["variant", "n", "failed", "diverged", *(m + _ARROWS[directions[m]] for m in metrics)]
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * 4 + "---:|" * len(metrics)]
+    counted = [c for c in ("n", "failed", "diverged", "interrupted") if c in table.columns]
+    header = ["variant", *counted, *(m + _ARROWS[directions[m]] for m in metrics)]
+    lines = [
+        "| " + " | ".join(header) + " |",
+        "|" + "---|" * (1 + len(counted)) + "---:|" * len(metrics),
+    ]
     best = {m: better_variants((comparisons or {}).get(m, [])) for m in metrics}
     for variant, row in table.astype(object).iterrows():  # object: counts stay ints
         name = str(variant).replace("|", "\\|")
         cells = [
             f"{name} (baseline)" if variant == baseline else name,
-            *(str(row[c]) for c in ("n", "failed", "diverged")),
+            *(str(row[c]) for c in counted),
         ]
         for metric in metrics:
             text = format_mean_std(
