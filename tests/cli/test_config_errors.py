@@ -18,6 +18,8 @@ CASES = [
     (["optimizer.lrr=0.1"], "optimizer.lrr"),
     # One process per CPU device: 99 of them on a small machine would swap it to a halt.
     (["trainer=cpu", "trainer.devices=99"], "trainer.devices=99 on CPU starts 99 processes"),
+    # Rank zero in a child process: the job would record no history and no objective.
+    (["trainer=ddp_sim", "trainer.strategy=ddp_spawn"], "trainer.strategy=ddp_spawn trains in"),
     (
         ["experiment=context_extension", "model.net.rope_scaling={rope_type: yarn, factor: 4}"],
         "rope_scaling.original_max_position_embeddings is required for rope_type=yarn",

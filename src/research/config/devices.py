@@ -1,7 +1,10 @@
-"""Refuse a CPU process count far beyond this machine's cores, before torch loads.
+"""Refuse device counts and strategies that cannot work here, before torch loads.
 
 DDP on CPU starts one process per device, each with its own copy of torch, the data and the
 model: `trainer.devices=99` on a 2-core machine swaps the machine to a halt instead of training.
+Lightning's spawned or forked ranks (`ddp_spawn`, `ddp_fork`, `ddp_notebook`) train, but rank
+zero's callbacks run in a child process, so the run's history, best metrics and the Optuna
+objective never reach the job; `strategy=ddp` starts the ranks per job (research.ranks) instead.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ from research.config.errors import ConfigError
 
 # More processes than this many per core only slow a run down.
 PROCESSES_PER_CORE = 2
+# Strategies whose rank zero is a child process (and their `_find_unused_parameters_*` forms).
+CHILD_PROCESS_STRATEGIES = ("ddp_spawn", "ddp_fork", "ddp_notebook")
 
 
 def usable_cores() -> int:
@@ -54,4 +59,15 @@ def check_devices(trainer: dict[str, Any]) -> None:
             f"trainer.devices={count} on CPU starts {count} processes but this machine has "
             f"{cores} usable cores; use trainer.devices between 1 and {limit}, or a GPU "
             "(trainer=gpu / trainer=ddp)"
+        )
+
+
+def check_strategy(trainer: dict[str, Any]) -> None:
+    """Raise a one-line ConfigError for a strategy whose results would stay in a child process."""
+    strategy = trainer.get("strategy")
+    if isinstance(strategy, str) and strategy.startswith(CHILD_PROCESS_STRATEGIES):
+        raise ConfigError(
+            f"trainer.strategy={strategy} trains in child processes whose history, best "
+            "metrics and search objective never reach the run; use trainer.strategy=ddp "
+            "(trainer=ddp or ddp_sim), which starts the ranks per job, sweeps included"
         )

@@ -8,7 +8,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from research.config import schemas  # noqa: F401  (registers the schemas)
-from research.config.devices import check_devices
+from research.config.devices import check_devices, check_strategy
 from research.config.errors import ConfigError, one_line
 from research.config.schema import SCHEMAS, check_node, walk_targets
 from research.optim.configs import check_horizon
@@ -45,6 +45,7 @@ def validate(cfg: DictConfig, entry: str = "train") -> dict[str, Any]:
         if schema is not None:
             check_node(at, node, schema)
     check_devices(resolved.get("trainer") or {})
+    check_strategy(resolved.get("trainer") or {})
     problem = check_horizon(resolved)
     if problem:
         raise ConfigError(problem)
