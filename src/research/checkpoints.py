@@ -24,9 +24,13 @@ def read_checkpoint(path: Path) -> dict[str, Any]:
     try:
         checkpoint = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as err:  # noqa: BLE001 - any unreadable file gets one line
-        if isinstance(err, pickle.UnpicklingError) and "Weights only load failed" in str(err):
-            raise CheckpointError(_refused(path, str(err))) from None
-        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        message = str(err)
+        refused = "Weights only load failed" in message and "Unsupported operand" not in message
+        if isinstance(err, pickle.UnpicklingError) and refused:
+            raise CheckpointError(_refused(path, message)) from None
+        # torch's own first line advises turning the safety check off; give what it found.
+        message = message.split("WeightsUnpickler error:", 1)[-1]
+        reason = message.strip().splitlines()[0] if message.strip() else type(err).__name__
         raise CheckpointError(
             f"checkpoint {path} is not a readable Lightning checkpoint ({reason[:160]})"
         ) from None

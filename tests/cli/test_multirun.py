@@ -66,7 +66,12 @@ def test_every_job_has_its_own_wandb_run(mixed_sweep):
         lr, ckpt = metrics(job)["overrides"][-2:]
         assert logged.name == f"debug=limit,optimizer=sgd,{lr},seed=0", ckpt
         assert metrics(job)["command"] == "research-train -m " + " ".join(
-            [*FAST, "optimizer=sgd", "optimizer.lr=0.01,1e30", "ckpt_path=null,/nope/last.ckpt"]
+            [
+                *FAST,
+                "optimizer=sgd",
+                "optimizer.lr=0.01,1e30",
+                f"ckpt_path=null,{root / 'corrupt.ckpt'}",
+            ]
         )
         assert logged.config["command"] == metrics(job)["command"]
 
