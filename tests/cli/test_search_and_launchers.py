@@ -9,18 +9,10 @@ from pathlib import Path
 import optuna
 import yaml
 
+from tests.helpers import search
 from tests.helpers.cli import FAST, run_cli
 
 TINY = [*FAST, "logger=none", "trainer.max_epochs=1"]
-
-
-def _sweeps(root: Path) -> list[Path]:
-    return sorted((root / "logs" / "train" / "multiruns").glob("*"))
-
-
-def _study(root: Path) -> optuna.Study:
-    (db,) = (root / "logs" / "optuna").glob("*.db")
-    return optuna.load_study(study_name=db.stem, storage=f"sqlite:///{db}")
 
 
 def test_optuna_search_resumes_without_repeating_trials_and_checks_its_config(workdir: Path):
@@ -32,17 +24,16 @@ def test_optuna_search_resumes_without_repeating_trials_and_checks_its_config(wo
     more = ["hydra.sweeper.n_trials=6", "hydra.sweeper.pruner.name=median"]
     second = run_cli("research-train", *args, *more, cwd=workdir)
     assert second.returncode == 0, second.stderr[-2000:]
-    summary = json.loads((_sweeps(workdir)[-1] / "sweep_summary.json").read_text())
+    summary = json.loads((search.sweeps(workdir)[-1] / "sweep_summary.json").read_text())
     assert summary["jobs"] == 3 and summary["completed"] + summary["pruned"] == 3
 
-    study = _study(workdir)
+    study = search.study(workdir)
     assert len(study.trials) == 6 and study.direction.name == "MAXIMIZE"
     # A continuous space: a repeated draw would mean the sampler replayed its stream.
     lrs = [t.params["optimizer.lr"] for t in study.trials]
     assert len(set(lrs)) == 6, lrs
-    runs = [json.loads(p.read_text()) for s in _sweeps(workdir) for p in s.glob("*/metrics.json")]
-    assert sorted(r["trial"] for r in runs) == list(range(6))
-    by_trial = {r["trial"]: r for r in runs}
+    by_trial = search.trial_runs(workdir)
+    assert sorted(by_trial) == list(range(6))
     for trial in study.trials:
         run = by_trial[trial.number]
         assert run["overrides"][-1] == f"trial={trial.number}"
@@ -55,7 +46,7 @@ def test_optuna_search_resumes_without_repeating_trials_and_checks_its_config(wo
             assert trial.value == run["best"]["val/acc"]
 
     best = study.best_trial
-    results = yaml.safe_load((_sweeps(workdir)[-1] / "optimization_results.yaml").read_text())
+    results = yaml.safe_load((search.sweeps(workdir)[-1] / "optimization_results.yaml").read_text())
     assert results["best_trial"] == best.number and results["best_value"] == best.value
     assert Path(results["run_dir"]) == Path(by_trial[best.number]["run_dir"])
     assert f"best trial {best.number} of study 'train_cnn_digits'" in second.stdout
@@ -67,7 +58,7 @@ def test_optuna_search_resumes_without_repeating_trials_and_checks_its_config(wo
     assert third.returncode == 2  # a config mistake, as for any other
     (line,) = [ln for ln in third.stderr.splitlines() if "hparams_search: error" in ln]
     assert "was run with another config: trainer.max_epochs (study: 1, now: 2)" in line
-    assert len(_study(workdir).trials) == 6
+    assert len(search.study(workdir).trials) == 6
 
 
 def test_fast_dev_run_in_a_search_is_an_objective_not_a_traceback(workdir: Path):
@@ -82,7 +73,7 @@ def test_fast_dev_run_in_a_search_is_an_objective_not_a_traceback(workdir: Path)
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "Traceback" not in done.stderr and "Record does not exist" not in done.stderr
-    (trial,) = _study(workdir).trials
+    (trial,) = search.study(workdir).trials
     assert trial.state.name == "COMPLETE" and 0 <= trial.value <= 1
 
 
@@ -91,7 +82,7 @@ def test_submitit_local_runs_jobs_as_separate_processes(workdir: Path):
         "research-train", "-m", "launcher=submitit_local", "seed=0,1", *TINY, cwd=workdir
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    (sweep,) = _sweeps(workdir)
+    (sweep,) = search.sweeps(workdir)
     statuses = [json.loads(p.read_text()) for p in sorted(sweep.glob("*/metrics.json"))]
     assert [s["status"] for s in statuses] == ["completed", "completed"]
     logs = list((sweep / ".submitit").rglob("*_log.out"))

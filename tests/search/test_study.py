@@ -8,9 +8,13 @@ import optuna
 import pytest
 
 from hydra_plugins.research_sweeper.study import (
+    INTERRUPTED_ATTR,
     build_pruner,
     build_sampler,
     check_identity,
+    counted_trials,
+    fail_interrupted,
+    grid_done,
     resume_seed,
 )
 from research.config.errors import ConfigError
@@ -67,8 +71,25 @@ def test_samplers_and_pruners_from_config():
     median = build_pruner({"name": "median", "n_startup_trials": 2, "n_warmup_steps": 1})
     assert isinstance(median, optuna.pruners.MedianPruner)
     assert isinstance(build_pruner({"name": "none"}), optuna.pruners.NopPruner)
+    threshold = build_pruner({"name": "threshold", "lower": 0.2, "n_warmup_steps": 1})
+    assert isinstance(threshold, optuna.pruners.ThresholdPruner)
+    with pytest.raises(ConfigError, match=r"threshold needs pruner.lower or pruner.upper"):
+        build_pruner({"name": "threshold", "lower": None, "upper": None})
     with pytest.raises(ConfigError, match=r"pruner.name=early: choose one of: none, median"):
         build_pruner({"name": "early"})
+
+
+def test_interrupted_trials_fail_without_counting_and_a_grid_ends_with_its_grid(tmp_path: Path):
+    study = optuna.create_study(study_name="s", storage=f"sqlite:///{tmp_path / 'db'}")
+    study.sampler = build_sampler({"name": "grid"}, {"a": "choice(1, 2, 3)"}, 0)
+    study.tell(study.ask(), state=optuna.trial.TrialState.FAIL)  # its own run failed: counts
+    stopped = study.ask()
+    fail_interrupted(study, [stopped.number], "interrupted by SIGINT")
+    assert study.trials[1].state == optuna.trial.TrialState.FAIL
+    assert study.trials[1].user_attrs[INTERRUPTED_ATTR] == "interrupted by SIGINT"
+    assert counted_trials(study) == 1 and not grid_done(study)
+    study.tell(study.ask(), 0.5)  # Optuna's own grid sampler raises here (Study.stop)
+    assert counted_trials(study) == 2 and grid_done(study)
 
 
 def test_a_study_refuses_another_config(tmp_path: Path):

@@ -5,7 +5,8 @@ storage fails, so an interrupted search could not resume. This sweeper asks a cu
 for `n_jobs` trials at a time, hands them to the configured Hydra launcher (basic, submitit),
 and tells Optuna each job's return value: the best checkpoint's monitored metric, as returned by
 `research-train`. With a storage URL the study lives in a database; re-running the same command
-continues it up to `n_trials` finished trials (trials left running by a crash are marked failed).
+continues it up to `n_trials` finished trials; a trial a signal or a crash stopped is marked failed
+and does not count, so the rerun draws another in its place. A grid search ends with its grid.
 
 Search spaces use Hydra's sweep syntax: `choice(a, b)`, `range(1, 8)`, `interval(0.0, 0.5)`,
 `tag(log, interval(1e-4, 1e-1))`. The sampler and pruner come from config (study.py); a resumed
@@ -29,6 +30,9 @@ from hydra_plugins.research_sweeper.study import (
     build_pruner,
     build_sampler,
     check_identity,
+    counted_trials,
+    fail_interrupted,
+    grid_done,
     resume_seed,
     study_config,
     sweep_of,
@@ -94,8 +98,8 @@ class OptunaStudySweeper(LaunchingSweeper):
         assert self.config is not None
         config = study_config(resolve(self.config), list(self.params))
         check_identity(study, config, self.storage or "memory")
-        for stale in study.get_trials(states=(optuna.trial.TrialState.RUNNING,)):
-            study.tell(stale.number, state=optuna.trial.TrialState.FAIL)
+        stale = study.get_trials(states=(optuna.trial.TrialState.RUNNING,))
+        fail_interrupted(study, [t.number for t in stale], "left running by a stopped search")
         study.sampler = build_sampler(
             self.sampler_cfg, self.params, resume_seed(seed, len(study.trials))
         )
@@ -111,18 +115,11 @@ class OptunaStudySweeper(LaunchingSweeper):
         return None
 
     def _search(self, arguments: list[str]) -> None:
-        import optuna
-
         assert self.launcher is not None
         sweep_dir = self.prepare_sweep_dir()
         study = self._study()
-        finished = (
-            optuna.trial.TrialState.COMPLETE,
-            optuna.trial.TrialState.FAIL,
-            optuna.trial.TrialState.PRUNED,
-        )
         job_index = 0
-        while (done := len(study.get_trials(states=finished))) < self.n_trials:
+        while (done := counted_trials(study)) < self.n_trials and not grid_done(study):
             trials = [study.ask() for _ in range(min(self.n_jobs, self.n_trials - done))]
             batch = [
                 [
@@ -133,7 +130,15 @@ class OptunaStudySweeper(LaunchingSweeper):
                 for t in trials
             ]
             self.validate_batch_is_legal(batch)
-            returns = self.launcher.launch(batch, initial_job_idx=job_index)
+            try:
+                returns = self.launcher.launch(batch, initial_job_idx=job_index)
+            except KeyboardInterrupt as stop:  # research.interrupt.Interrupted: any signal
+                # Not a result of its parameters: failed, and not counted, so a rerun of the
+                # same command draws a new trial in its place.
+                fail_interrupted(
+                    study, [t.number for t in trials], f"interrupted by {stop or 'SIGINT'}"
+                )
+                raise
             job_index += len(batch)
             for trial, job in zip(trials, returns, strict=True):
                 self._tell(study, trial, job)

@@ -20,8 +20,10 @@ from hydra.core.override_parser.types import ChoiceSweep, IntervalSweep, RangeSw
 from research.config.errors import ConfigError
 
 SAMPLERS = ("tpe", "random", "cmaes", "grid")
-PRUNERS = ("none", "median", "successive_halving", "hyperband")
+PRUNERS = ("none", "median", "successive_halving", "hyperband", "threshold")
 CONFIG_ATTR = "research:config"
+# A trial a signal or a crash stopped: failed in the study, yet not one of its n_trials.
+INTERRUPTED_ATTR = "research:interrupted"
 
 
 def sweep_of(name: str, spec: str) -> Any:
@@ -75,12 +77,15 @@ def build_sampler(cfg: dict[str, Any], params: dict[str, str], seed: int | None)
         extra = {} if startup is None else {"n_startup_trials": int(startup)}
         return optuna.samplers.CmaEsSampler(seed=seed, **extra)
     if name == "grid":
-        return optuna.samplers.GridSampler(_grid(params), seed=seed)
+        from research.grid_sampler import AskTellGridSampler
+
+        return AskTellGridSampler(_grid(params), seed=seed)
     raise ConfigError(f"hydra.sweeper.sampler.name={name}: choose one of: {', '.join(SAMPLERS)}")
 
 
 def build_pruner(cfg: dict[str, Any]) -> Any:
-    """An Optuna pruner from `hydra.sweeper.pruner` ({name, n_startup_trials, n_warmup_steps})."""
+    """An Optuna pruner from `hydra.sweeper.pruner` ({name, n_startup_trials, n_warmup_steps,
+    lower, upper})."""
     import optuna
 
     name = str(cfg.get("name", "none"))
@@ -95,6 +100,18 @@ def build_pruner(cfg: dict[str, Any]) -> Any:
         return optuna.pruners.SuccessiveHalvingPruner()
     if name == "hyperband":
         return optuna.pruners.HyperbandPruner()
+    if name == "threshold":
+        lower, upper = cfg.get("lower"), cfg.get("upper")
+        if lower is None and upper is None:
+            raise ConfigError(
+                "hydra.sweeper.pruner.name=threshold needs pruner.lower or pruner.upper: a trial "
+                "whose monitored metric falls below lower (or above upper) is pruned"
+            )
+        return optuna.pruners.ThresholdPruner(
+            lower=None if lower is None else float(lower),
+            upper=None if upper is None else float(upper),
+            n_warmup_steps=int(cfg.get("n_warmup_steps", 0)),
+        )
     raise ConfigError(f"hydra.sweeper.pruner.name={name}: choose one of: {', '.join(PRUNERS)}")
 
 
@@ -125,3 +142,34 @@ def check_identity(study: Any, config: dict[str, Any], where: str) -> None:
             f"study {study.study_name!r} in {where} was run with another config: {shown}{more}; "
             "run with the study's config or choose a new hydra.sweeper.study_name"
         )
+
+
+def counted_trials(study: Any) -> int:
+    """Trials that count towards n_trials: completed, pruned, or failed by their own run; not
+    those a signal or a crash of the sweep stopped (they are redrawn)."""
+    import optuna
+
+    states = optuna.trial.TrialState
+    return sum(
+        t.state in (states.COMPLETE, states.PRUNED)
+        or (t.state == states.FAIL and INTERRUPTED_ATTR not in t.user_attrs)
+        for t in study.get_trials(deepcopy=False)
+    )
+
+
+def fail_interrupted(study: Any, numbers: list[int], why: str) -> None:
+    """Mark the running trials `numbers` failed, noting `why` they never finished."""
+    import optuna
+
+    running = optuna.trial.TrialState.RUNNING
+    for trial in study.get_trials(deepcopy=False, states=(running,)):
+        if trial.number in numbers:
+            # Only a running trial takes attributes; its id is what the storage knows it by.
+            optuna.trial.Trial(study, trial._trial_id).set_user_attr(INTERRUPTED_ATTR, why)  # noqa: SLF001
+            study.tell(trial.number, state=optuna.trial.TrialState.FAIL)
+
+
+def grid_done(study: Any) -> bool:
+    """True when a grid search has tried every point: a further trial would repeat one."""
+    is_exhausted = getattr(study.sampler, "is_exhausted", None)
+    return bool(is_exhausted and is_exhausted(study))
