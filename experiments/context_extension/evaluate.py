@@ -204,8 +204,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--finetune-steps", type=int, default=200, help="0: no fine-tuning")
     parser.add_argument("--eval-dir", type=Path, help="evaluations and fine-tunes (root/eval)")
     parser.add_argument("--out", type=Path, default=HERE, help="results.md, ppl_vs_length.png")
+    parser.add_argument(
+        "--seeds",
+        type=lambda text: {int(s) for s in text.split(",")},
+        help="only these seeds, e.g. 0,1 (to share the work between processes; a last call "
+        "without --seeds reads every finished evaluation back and writes the whole table)",
+    )
     args = parser.parse_args(argv)
-    runs = completed_runs(args.root)
+    runs = [r for r in completed_runs(args.root) if args.seeds is None or r["seed"] in args.seeds]
     if not runs:
         raise SystemExit(f"no completed context_extension training runs under {args.root}")
     rows = collect(runs, args.finetune_steps, args.eval_dir or args.root / "eval")
