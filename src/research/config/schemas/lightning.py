@@ -120,6 +120,7 @@ class Wandb(Schema):
     log_model: bool | str = False
     id: str | None = None
     save_dir: str | None = "."
+    settings: dict | None = None  # wandb.Settings fields, e.g. x_transaction_log_flush_interval
 
 
 @dataclass
