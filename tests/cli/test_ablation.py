@@ -39,6 +39,7 @@ def _metrics(root: Path) -> list[dict]:
     return [json.loads(p.read_text()) for p in found if "report" not in p.parts]
 
 
+@pytest.mark.slow
 def test_ablation_runs_reports_and_skips_finished_runs(ablation):
     root, env = ablation
     # A restricted call first: two variants, one seed.

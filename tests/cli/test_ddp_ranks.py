@@ -11,6 +11,7 @@ from pathlib import Path
 
 import optuna
 import psutil
+import pytest
 
 from tests.helpers.cli import BIN, FAST, cli_env, run_cli
 
@@ -39,6 +40,7 @@ def _check_ddp_jobs(root: Path, jobs: int) -> list[dict]:
     return found
 
 
+@pytest.mark.slow
 def test_ddp_inside_a_list_sweep_runs_each_job_once(workdir: Path):
     done = run_cli("research-train", "-m", "seed=0,1", *DDP, cwd=workdir)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -46,6 +48,7 @@ def test_ddp_inside_a_list_sweep_runs_each_job_once(workdir: Path):
     assert sorted(m["seed"] for m in found) == [0, 1]
 
 
+@pytest.mark.slow
 def test_ddp_inside_an_optuna_search_reports_every_trial(workdir: Path):
     args = ["-m", "hparams_search=optuna", "hydra.sweeper.n_trials=2", *DDP]
     done = run_cli("research-train", *args, cwd=workdir)
@@ -57,6 +60,7 @@ def test_ddp_inside_an_optuna_search_reports_every_trial(workdir: Path):
     assert sorted(t.value for t in study.trials) == sorted(m["best"]["val/acc"] for m in found)
 
 
+@pytest.mark.slow
 def test_ddp_under_submitit_local(workdir: Path):
     done = run_cli("research-train", "-m", "launcher=submitit_local", "seed=0", *DDP, cwd=workdir)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -70,6 +74,7 @@ def _alive(process: psutil.Process) -> bool:
         return False
 
 
+@pytest.mark.slow
 def test_ranks_die_with_a_killed_job(workdir: Path):
     proc = subprocess.Popen(
         [str(BIN / "research-train"), *DDP, "trainer.max_epochs=1000"],

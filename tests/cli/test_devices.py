@@ -9,6 +9,7 @@ import pytest
 from tests.helpers.cli import FAST, metrics, run_cli, run_dirs
 
 
+@pytest.mark.slow
 def test_bf16_mixed_precision_run_completes(workdir: Path):
     done = run_cli(
         "research-train", *FAST, "logger=none", "trainer.precision=bf16-mixed", cwd=workdir
@@ -20,6 +21,7 @@ def test_bf16_mixed_precision_run_completes(workdir: Path):
     assert 0.0 < m["final"]["train/loss"] < 10.0
 
 
+@pytest.mark.slow
 def test_ddp_sim_two_cpu_processes(workdir: Path):
     # The whole test split (180 digits, 90 a rank): its mean loss is the same on one process.
     args = [*FAST, "trainer=ddp_sim", "trainer.limit_test_batches=null"]

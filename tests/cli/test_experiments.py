@@ -30,7 +30,14 @@ def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-@pytest.mark.parametrize("experiment", EXPERIMENTS)
+# colbert_stdlib encodes its corpus with MiniLM even for one batch: over a minute on 2 cores.
+SLOW = {"colbert_stdlib"}
+
+
+@pytest.mark.parametrize(
+    "experiment",
+    [pytest.param(e, marks=pytest.mark.slow) if e in SLOW else e for e in EXPERIMENTS],
+)
 def test_experiment_smoke(experiment: str, workdir: Path, data_dir: Path):
     done = run_cli(
         "research-train",

@@ -8,6 +8,8 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.helpers.cli import BIN, cli_env, metrics, run_cli, run_dirs
 
 # Small batches give ~180 steps per epoch, so the kill lands inside an epoch.
@@ -43,6 +45,7 @@ def _kill_during_third_epoch(workdir: Path) -> Path:
     return killed
 
 
+@pytest.mark.slow
 def test_resume_after_sigkill_matches_uninterrupted_run(workdir: Path):
     killed = _kill_during_third_epoch(workdir)
     assert not (killed / "metrics.json").exists()
@@ -67,6 +70,7 @@ def test_resume_after_sigkill_matches_uninterrupted_run(workdir: Path):
     assert all(folder.name.endswith(r["wandb"]["run_id"]) for folder in offline)
 
 
+@pytest.mark.slow
 def test_a_requeued_job_resumes_its_own_last_checkpoint(workdir: Path):
     """What a SLURM requeue through submitit does: the same command in the same output dir."""
     killed = _kill_during_third_epoch(workdir)

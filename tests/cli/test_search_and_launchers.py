@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import optuna
+import pytest
 import yaml
 
 from tests.helpers import search
@@ -15,6 +16,7 @@ from tests.helpers.cli import FAST, run_cli
 TINY = [*FAST, "logger=none", "trainer.max_epochs=1"]
 
 
+@pytest.mark.slow
 def test_optuna_search_resumes_without_repeating_trials_and_checks_its_config(workdir: Path):
     args = ["-m", "hparams_search=optuna", *TINY]
     first = run_cli("research-train", *args, "hydra.sweeper.n_trials=3", cwd=workdir)

@@ -128,6 +128,7 @@ def _when_training(root: Path, index: int) -> tuple[Path, str]:
     return job, _slurm_jobs(sweep)[index]
 
 
+@pytest.mark.slow
 def test_array_preemption_and_time_limit_resume_like_an_uninterrupted_run(workdir: Path):
     """Three array jobs, same seed: 0 requeued by `scontrol requeue` (preemption), 1 sent the
     signal SLURM sends before its time limit (submitit's `--signal=USR2@...`), 2 untouched."""
@@ -202,6 +203,7 @@ def test_scancel_is_recorded_and_counted(workdir: Path):
     assert run.exit_code != 0  # W&B shows it failed (exit code 1) or crashed (no exit record)
 
 
+@pytest.mark.slow
 def test_ddp_over_two_slurm_tasks_equals_ddp_sim(workdir: Path):
     args = [
         *QUIET,

@@ -76,6 +76,7 @@ def test_offline_wandb_run_holds_config_history_and_summary(finished: Path):
     assert logged.exit_code == 0
 
 
+@pytest.mark.slow
 def test_two_runs_started_together_get_distinct_dirs(workdir: Path):
     args = [str(BIN / "research-train"), "debug=fdr", "logger=none"]
     procs = [

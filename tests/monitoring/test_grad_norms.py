@@ -124,6 +124,7 @@ def test_params_filter_keeps_only_matching_parameters(tmp_path: Path):
     assert row["grad_norm/total"] == pytest.approx(hand_norms(1)[0]["grad_norm/total"])
 
 
+@pytest.mark.slow
 def test_callbacks_grad_norm_config_logs_every_layer_of_a_cli_run(tmp_path: Path):
     done = run_cli(
         "research-train",

@@ -42,6 +42,7 @@ def test_weight_tying_shares_the_embedding():
     assert untied.head.weight.data_ptr() != untied.encoder.embed.weight.data_ptr()
 
 
+@pytest.mark.slow
 def test_module_learns_and_logs_masked_metrics():
     torch.manual_seed(0)
     net = MaskedLanguageModel(vocab_size=30, d_model=32, n_layers=1, n_heads=2, dropout=0.0)
