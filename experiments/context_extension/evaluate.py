@@ -32,6 +32,7 @@ from typing import Any
 SCALINGS = ("linear", "ntk", "dynamic", "yarn")
 POSITIONS = ("none", "learned", "sinusoidal", "rope")
 FINETUNE_FACTOR = 4
+PLOT_CEILING = 100.0  # perplexity; the unigram baseline is about 580
 HERE = Path(__file__).parent
 
 
@@ -179,21 +180,44 @@ def table(rows: dict[str, dict[int, list[float]]]) -> str:
 
 
 def plot(rows: dict[str, dict[int, list[float]]], path: Path) -> None:
+    """Two panels on one scale, without and after fine-tuning; the y axis stops at
+    `PLOT_CEILING` so that a row that did not learn (named under the panel) does not flatten the
+    rest."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    figure, axis = plt.subplots(figsize=(7, 4.5))
-    for name, by_length in rows.items():
-        xs = sorted(by_length)
-        means = [statistics.mean(by_length[x]) for x in xs]
-        spread = [statistics.stdev(by_length[x]) if len(by_length[x]) > 1 else 0 for x in xs]
-        axis.errorbar(xs, means, yerr=spread, marker="o", capsize=3, label=name)
-    axis.set(xscale="log", yscale="log", xlabel="evaluation length (tokens)", ylabel="test ppl")
-    axis.set_xticks(sorted({x for row in rows.values() for x in row}))
-    axis.get_xaxis().set_major_formatter(matplotlib.ticker.ScalarFormatter())
-    axis.legend(fontsize=7)
+    lengths = sorted({x for row in rows.values() for x in row})
+    panels = {"without fine-tuning": [], "fine-tuned at 4L": []}
+    for name in rows:
+        panels["fine-tuned at 4L" if "fine-tuned" in name else "without fine-tuning"].append(name)
+    figure, axes = plt.subplots(1, 2, figsize=(11, 4.5), sharey=True)
+    for axis, (title, names) in zip(axes, panels.items(), strict=True):
+        off_scale = []
+        for name in names:
+            by_length = rows[name]
+            xs = sorted(by_length)
+            means = [statistics.mean(by_length[x]) for x in xs]
+            if min(means) > PLOT_CEILING:
+                off_scale.append(f"{name} ({min(means):.0f}-{max(means):.0f})")
+                continue
+            spread = [statistics.stdev(by_length[x]) if len(by_length[x]) > 1 else 0 for x in xs]
+            label = name.replace(", fine-tuned at 4L", "")
+            axis.errorbar(xs, means, yerr=spread, marker="o", capsize=3, label=label)
+        axis.set(xscale="log", xlabel="evaluation length (tokens)", title=title)
+        axis.set_xticks(lengths, [str(n) for n in lengths])
+        axis.minorticks_off()
+        axis.legend(fontsize=7)
+        if off_scale:
+            axis.text(
+                0.02,
+                0.02,
+                "off scale: " + "; ".join(off_scale),
+                fontsize=7,
+                transform=axis.transAxes,
+            )
+    axes[0].set(ylabel="test ppl", ylim=(None, PLOT_CEILING))
     figure.tight_layout()
     figure.savefig(path, dpi=120)
 
