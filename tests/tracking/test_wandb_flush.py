@@ -1,0 +1,40 @@
+"""A SIGTERM (SLURM's scancel) ends W&B's service with the job, so only what W&B already wrote
+to the offline `.wandb` file survives: the shipped logger config makes it write every 2 s."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from omegaconf import OmegaConf
+
+from research.tracking.wandb_reader import find_offline_runs, read_offline_run
+from research.tracking.wandb_run import build_loggers
+
+CONF = Path(__file__).parents[2] / "conf" / "logger" / "wandb.yaml"
+
+
+def _shipped_wandb_config() -> dict:
+    node = OmegaConf.load(CONF).wandb
+    for key in ("group", "job_type", "tags"):  # interpolations into the train config
+        node[key] = None
+    node.mode = "offline"
+    return OmegaConf.to_container(node)
+
+
+def test_logged_rows_reach_the_file_while_the_run_is_still_open(tmp_path: Path):
+    (logger,), run_id = build_loggers({"wandb": _shipped_wandb_config()}, tmp_path, None)
+    run = logger.experiment
+    try:
+        assert run.settings.x_transaction_log_flush_interval == 2
+        run.log({"loss": 1.5})
+        deadline = time.monotonic() + 10  # W&B's default interval is 15 s
+        history: list = []
+        while not history and time.monotonic() < deadline:
+            time.sleep(0.5)
+            (path,) = find_offline_runs(tmp_path)
+            history = read_offline_run(path).history
+        assert history and history[0]["loss"] == 1.5, "nothing written before the run finished"
+        assert read_offline_run(path).run_id == run_id
+    finally:
+        run.finish()
