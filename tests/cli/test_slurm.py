@@ -107,6 +107,15 @@ def _wandb_runs(run_dir: Path) -> list[Path]:
     return sorted((run_dir / "wandb").glob("offline-run-*"))
 
 
+def _wandb_history(run_dir: Path) -> list[dict]:
+    """The history rows W&B has written so far ([] before its first write)."""
+    runs = _wandb_runs(run_dir)
+    try:
+        return read_offline_run(runs[0]).history if runs else []
+    except (OSError, ValueError):  # a record still being written
+        return []
+
+
 def _start(root: Path, *args: str) -> subprocess.Popen:
     return subprocess.Popen(
         [str(BIN / "research-train"), *args],
@@ -184,6 +193,9 @@ def test_scancel_is_recorded_and_counted(workdir: Path):
     proc = _start(workdir, "-m", *SLURM, *TRAIN, "trainer.max_epochs=200", "seed=0")
     try:
         cancelled, job_id = _when_training(workdir, 0)
+        # W&B writes its file every 2 s (conf/logger/wandb.yaml) and the cancel ends its service
+        # too: what it wrote before then must survive.
+        _wait_for(lambda: _wandb_history(cancelled), "W&B's first write of a history row", 60)
         subprocess.run(["scancel", job_id], check=True, timeout=30)
         out, _ = proc.communicate(timeout=300)
     finally:
