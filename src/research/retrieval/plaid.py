@@ -98,8 +98,15 @@ class PlaidIndex(ExactSearcher):
         if self._centroids is None:
             self._train(tokens)
         assigned = self._assign(tokens)
-        residuals = tokens - self._centroids[assigned]
-        codes = pack(torch.bucketize(residuals, self._cutoffs).to(torch.uint8), self.config.nbits)
+        # In blocks: bucketize returns int64, 8 bytes per dimension of every token at once.
+        codes = torch.cat(
+            [
+                self._encode(
+                    tokens[start : start + ASSIGN_BLOCK], assigned[start : start + ASSIGN_BLOCK]
+                )
+                for start in range(0, len(tokens), ASSIGN_BLOCK)
+            ]
+        )
         self._codes = torch.cat([self._codes, codes]) if len(self._codes) else codes
         self._token_centroids = torch.cat([self._token_centroids, assigned.int()])
         self._build_cells()
@@ -176,6 +183,11 @@ class PlaidIndex(ExactSearcher):
     def _decode_bytes(self) -> None:
         every_byte = torch.arange(256, dtype=torch.uint8)[:, None]
         self._byte_values = self._weights[unpack(every_byte, self.config.nbits).long()]
+
+    def _encode(self, tokens: Tensor, assigned: Tensor) -> Tensor:
+        """Packed bucket codes of the residuals of `tokens` from their `assigned` centroids."""
+        buckets = torch.bucketize(tokens - self._centroids[assigned], self._cutoffs)
+        return pack(buckets.to(torch.uint8), self.config.nbits)
 
     def _assign(self, tokens: Tensor) -> Tensor:
         """Nearest centroid (inner product) of each token, in blocks of ASSIGN_BLOCK tokens."""
