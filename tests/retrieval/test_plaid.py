@@ -115,11 +115,26 @@ def test_without_rerank_the_index_keeps_no_tokens(clustered, tmp_path):
     )
 
 
-def test_a_reranked_index_without_its_tokens_file_fails_in_one_line(clustered, tmp_path):
+def test_a_loaded_index_saves_over_its_own_mapped_tokens(clustered, tmp_path):
+    ids, documents, query_list, _ = clustered
+    index = PlaidIndex(centroids=32)
+    index.add(ids[:200], documents[:200])
+    index.save(tmp_path / "plaid")
+    load_searcher(tmp_path / "plaid").save(tmp_path / "plaid")
+    assert load_searcher(tmp_path / "plaid").search(query_list, k=5) == index.search(
+        query_list, k=5
+    )
+
+
+def test_a_reranked_index_with_missing_or_foreign_tokens_fails_in_one_line(clustered, tmp_path):
     ids, documents, _, _ = clustered
     index = PlaidIndex(centroids=32)
     index.add(ids[:100], documents[:100])
     index.save(tmp_path / "plaid")
+    save_file({"tokens": torch.zeros(3, DIM).half()}, tmp_path / "plaid" / "tokens.safetensors")
+    with pytest.raises(ValueError, match="holds 3 tokens for") as err:
+        load_searcher(tmp_path / "plaid")
+    assert "\n" not in str(err.value)
     (tmp_path / "plaid" / "tokens.safetensors").unlink()
     with pytest.raises(FileNotFoundError, match="tokens.safetensors is missing"):
         load_searcher(tmp_path / "plaid")

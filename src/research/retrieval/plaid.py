@@ -112,7 +112,8 @@ class PlaidIndex(ExactSearcher):
         self._build_cells()
 
     def search(self, queries: list[Tensor], k: int = 10) -> list[Results]:
-        """The `k` best (document id, decompressed MaxSim score) pairs per query, best first."""
+        """The `k` best (document id, MaxSim score) pairs per query, best first: scores on the
+        fp16 tokens when `rerank` > 0, else on the decompressed tokens."""
         k = require_k(self.kind, k)
         if not queries or self._centroids is None:
             return [[] for _ in queries]
@@ -144,6 +145,11 @@ class PlaidIndex(ExactSearcher):
         index._dim = index._centroids.shape[1]
         if index.config.rerank:
             index._rerank_tokens = memory_mapped(require_file(folder, TOKENS), "tokens")
+            if len(index._rerank_tokens) != len(index._codes):
+                raise ValueError(
+                    f"{folder / TOKENS} holds {len(index._rerank_tokens)} tokens for "
+                    f"{len(index._codes)} in {folder / INDEX}; save the index again"
+                )
         index._decode_bytes()
         index._build_cells()
         return index
