@@ -103,34 +103,35 @@ def test_exact_rerank_restores_the_recall_that_decompression_loses(clustered):
     assert reranked >= 0.97 and decompressed < 0.9, (reranked, decompressed)
 
 
+def small_index(clustered, n_documents: int, **params: int) -> PlaidIndex:
+    """A 32-centroid index over the first `n_documents` of the clustered corpus."""
+    ids, documents, _, _ = clustered
+    index = PlaidIndex(centroids=32, **params)
+    index.add(ids[:n_documents], documents[:n_documents])
+    return index
+
+
+def loads_the_same(index: PlaidIndex, folder, query_list: list[Tensor]) -> bool:
+    return load_searcher(folder).search(query_list, k=5) == index.search(query_list, k=5)
+
+
 def test_without_rerank_the_index_keeps_no_tokens(clustered, tmp_path):
-    ids, documents, query_list, _ = clustered
-    index = PlaidIndex(centroids=32, rerank=0)
-    index.add(ids[:300], documents[:300])
+    index = small_index(clustered, 300, rerank=0)
     assert index._rerank_tokens is None and index.rerank_bytes_per_token == 0
     index.save(tmp_path / "plaid")
     assert not (tmp_path / "plaid" / "tokens.safetensors").exists()
-    assert load_searcher(tmp_path / "plaid").search(query_list, k=5) == index.search(
-        query_list, k=5
-    )
+    assert loads_the_same(index, tmp_path / "plaid", clustered[2])
 
 
 def test_a_loaded_index_saves_over_its_own_mapped_tokens(clustered, tmp_path):
-    ids, documents, query_list, _ = clustered
-    index = PlaidIndex(centroids=32)
-    index.add(ids[:200], documents[:200])
+    index = small_index(clustered, 200)
     index.save(tmp_path / "plaid")
     load_searcher(tmp_path / "plaid").save(tmp_path / "plaid")
-    assert load_searcher(tmp_path / "plaid").search(query_list, k=5) == index.search(
-        query_list, k=5
-    )
+    assert loads_the_same(index, tmp_path / "plaid", clustered[2])
 
 
 def test_a_reranked_index_with_missing_or_foreign_tokens_fails_in_one_line(clustered, tmp_path):
-    ids, documents, _, _ = clustered
-    index = PlaidIndex(centroids=32)
-    index.add(ids[:100], documents[:100])
-    index.save(tmp_path / "plaid")
+    small_index(clustered, 100).save(tmp_path / "plaid")
     save_file({"tokens": torch.zeros(3, DIM).half()}, tmp_path / "plaid" / "tokens.safetensors")
     with pytest.raises(ValueError, match="holds 3 tokens for") as err:
         load_searcher(tmp_path / "plaid")
