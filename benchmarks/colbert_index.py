@@ -12,15 +12,19 @@ Printed per corpus size:
 - exact search, one query at a time, against a plain matmul of the same FLOPs (the query's
   [32, D] tokens times all [n_tokens, D] document tokens): interleaved A B A B over `--pairs`
   queries, median ratio with min-max. Target: <= 3x.
-- exact and PLAID query latency p50/p95 (one query per call), PLAID build time, stored bytes per
-  token against fp32 (4 x D), and PLAID's recall@10 against exact search.
+- exact and PLAID query latency p50/p95 (one query per call), PLAID build time, bytes per token
+  held in memory against fp32 (4 x D) plus the fp16 tokens kept on disk for its exact re-rank,
+  and PLAID's recall@10 against exact search, for every combination of the search parameters
+  given (one index per nbits; defaults: PlaidConfig's).
 
-    python benchmarks/colbert_index.py [--sizes 10000 100000] [--nbits 2 4] [--centroids 2048]
+    python benchmarks/colbert_index.py [--sizes 10000 100000] [--nbits 2 4] [--centroids 1024]
+        [--probes 8 16] [--candidates 512 1024] [--rerank 0 64]
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import statistics
 import time
@@ -33,6 +37,7 @@ from torch.nn import functional as F
 
 from research.data.codesearch import stdlib_functions
 from research.models.colbert import ColBERT
+from research.retrieval.configs import PlaidConfig
 from research.retrieval.exact import ExactSearcher
 from research.retrieval.plaid import PlaidIndex
 
@@ -44,6 +49,7 @@ def real_embeddings(n: int, queries: int) -> tuple[list[Tensor], list[Tensor]]:
     functions = stdlib_functions()
     step = max(1, len(functions) // n)
     chosen = functions[::step][:n]
+    torch.manual_seed(0)  # the untrained projection and marker embeddings: the same corpus
     model = ColBERT(max_length_document=128)
     documents = model.encode([f.document for f in chosen], query_mode=False, batch_size=32)
     asked = [f.query for f in chosen[:: max(1, len(chosen) // queries)][:queries]]
@@ -96,12 +102,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--real-documents", type=int, default=400)
-    parser.add_argument("--queries", type=int, default=30)
+    parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--pairs", type=int, default=5)
     parser.add_argument("--nbits", type=int, nargs="+", default=[2, 4])
-    parser.add_argument("--centroids", type=int, default=2048)
-    parser.add_argument("--probes", type=int, default=4)
-    parser.add_argument("--candidates", type=int, default=512)
+    parser.add_argument("--centroids", type=int, default=PlaidConfig.centroids)
+    parser.add_argument("--probes", type=int, nargs="+", default=[PlaidConfig.probes])
+    parser.add_argument("--candidates", type=int, nargs="+", default=[PlaidConfig.candidates])
+    parser.add_argument("--rerank", type=int, nargs="+", default=[PlaidConfig.rerank])
     args = parser.parse_args()
 
     start = time.perf_counter()
@@ -138,33 +145,32 @@ def main() -> None:
         )
         print(rows[-1], flush=True)
         for nbits in args.nbits:
-            index = PlaidIndex(
-                centroids=args.centroids,
-                nbits=nbits,
-                probes=args.probes,
-                candidates=args.candidates,
-            )
+            index = PlaidIndex(centroids=args.centroids, nbits=nbits, rerank=max(args.rerank))
             build_s, _ = timed(index.add, ids, documents)
-            runs = [timed(index.search, [q], K) for q in queries]
             stored = index.bytes_per_token
-            rows.append(
-                (
-                    size,
-                    f"plaid nbits={nbits}",
-                    f"{build_s:.0f} s",
-                    f"{stored} ({fp32 / stored:.1f}x smaller)",
-                    percentiles([s for s, _ in runs]),
-                    f"{recall([r[0] for _, r in runs], truth):.3f}",
-                    "-",
+            for probes, candidates, rerank in itertools.product(
+                args.probes, args.candidates, args.rerank
+            ):
+                index.config.probes, index.config.candidates = probes, candidates
+                index.config.rerank = rerank
+                runs = [timed(index.search, [q], K) for q in queries]
+                on_disk = f" + {index.rerank_bytes_per_token} fp16" if rerank else ""
+                rows.append(
+                    (
+                        size,
+                        f"plaid nbits={nbits} probes={probes} candidates={candidates} "
+                        f"rerank={rerank}",
+                        f"{build_s:.0f} s",
+                        f"{stored}{on_disk} ({fp32 / stored:.1f}x smaller in memory)",
+                        percentiles([s for s, _ in runs]),
+                        f"{recall([r[0] for _, r in runs], truth):.3f}",
+                        "-",
+                    )
                 )
-            )
-            print(rows[-1], flush=True)
+                print(rows[-1], flush=True)
             del index
         del exact
-    print(
-        f"\nPLAID: centroids {args.centroids}, probes {args.probes}, candidates "
-        f"{args.candidates}; {len(queries)} queries, one per call\n"
-    )
+    print(f"\nPLAID: centroids {args.centroids}; {len(queries)} queries, one per call\n")
     print(
         "| documents | index | build | bytes/token | latency p50 / p95 | recall@10 vs exact "
         "| exact / matmul |"

@@ -43,14 +43,17 @@ class PlaidConfig(ExactSearchConfig):
     """PLAID-class compressed index (Santhanam et al. 2022): k-means `centroids` (faiss), each
     token stored as its centroid id + its residual at `nbits` per dimension; a query probes each
     token's `probes` nearest centroids, ranks the documents found there by centroid-only MaxSim,
-    decompresses the best `candidates` and re-ranks them with MaxSim. Building costs about
+    decompresses the best `candidates` and ranks them with MaxSim, then re-ranks the best
+    `rerank` of those exactly on fp16 tokens the index keeps (2 x D bytes per token, memory-mapped
+    on load; 0: keep no tokens and return the decompressed ranking). Building costs about
     n_tokens x centroids x D multiply-adds (the assignment)."""
 
     targets = ("research.retrieval.plaid.PlaidIndex",)
     centroids: int = spec(1024, ge=1)
     nbits: int = spec(2, choices=[1, 2, 4, 8])
-    probes: int = spec(4, ge=1)
-    candidates: int = spec(512, ge=1)
+    probes: int = spec(16, ge=1)
+    candidates: int = spec(2048, ge=1)
+    rerank: int = spec(64, ge=0)
     kmeans_iterations: int = spec(10, ge=1)
     seed: int = spec(0, ge=0)
 
