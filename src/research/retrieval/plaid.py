@@ -35,7 +35,7 @@ from torch.nn import functional as F
 
 from research.retrieval.configs import PlaidConfig
 from research.retrieval.exact import ExactSearcher, Results, gather_ranges, require_file, require_k
-from research.retrieval.maxsim import segment_max
+from research.retrieval.maxsim import maxsim_flat, segment_max
 
 INDEX = "index.safetensors"
 # The fp16 tokens stage 5 re-ranks with (written only when `rerank` > 0).
@@ -260,12 +260,13 @@ class PlaidIndex(ExactSearcher):
     ) -> tuple[Tensor, Tensor]:
         """The `depth` best of `documents` by MaxSim on decompressed tokens: (scores, documents).
         Decompressed DECOMPRESS_BLOCK documents at a time, so a block stays in cache."""
+        one_query = torch.zeros(len(query), dtype=torch.long)
         scores = []
         for block in documents.split(DECOMPRESS_BLOCK):
             rows, offsets = self._token_rows(block)
             owner = torch.repeat_interleave(torch.arange(len(block)), offsets.diff())
-            similarities = query @ self._decompress(rows).T
-            scores.append(segment_max(similarities, owner, len(block)).sum(0))
+            tokens = self._decompress(rows)
+            scores.append(maxsim_flat(query, one_query, 1, tokens, owner, len(block))[0])
         best = torch.cat(scores).topk(min(depth, len(documents)))
         return best.values, documents[best.indices]
 
