@@ -104,11 +104,34 @@ def test_second_setup_reuses_the_build(built: StdlibCodeSearchDataModule, monkey
         other.setup()
 
 
+def test_another_partition_deals_the_modules_anew(built: StdlibCodeSearchDataModule):
+    functions = [
+        codesearch.CodeFunction(doc_id, _module_of(doc_id), "", text)
+        for doc_id, text in built.source.corpus.items()
+    ]
+    first = codesearch.module_splits(functions, 0.1, 0.1)
+    second = codesearch.module_splits(functions, 0.1, 0.1, partition=1)
+    test_of = {
+        name: {m for m, s in splits.items() if s == "test"}
+        for name, splits in {"first": first, "second": second}.items()
+    }
+    assert test_of["first"] and test_of["second"] and not test_of["first"] & test_of["second"]
+    counts = {split: sum(second[f.module] == split for f in functions) for split in ("val", "test")}
+    assert all(0.07 < n / len(functions) < 0.13 for n in counts.values())
+    folder = Path(str(built.path))
+    assert first == {  # partition 0 is the split the build wrote (and its cache)
+        _module_of(q): split
+        for split in ("train", "val", "test")
+        for q in load_beir_folder(folder, split).qrels
+    }
+
+
 def test_fingerprint_covers_the_python_version_and_parameters(monkeypatch):
     config = StdlibCodeSearchConfig()
     before = fingerprint(config)
     assert fingerprint(replace(config, min_code_lines=3)) != before
     assert fingerprint(replace(config, val_fraction=0.2)) != before
+    assert fingerprint(replace(config, partition=1)) != before
     assert fingerprint(replace(config, n_negatives=4, eval_corpus="full")) == before
     monkeypatch.setattr("platform.python_version", lambda: "3.99.0")
     assert fingerprint(config) != before

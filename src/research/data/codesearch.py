@@ -119,11 +119,11 @@ def stdlib_functions(config: StdlibCodeSearchConfig | None = None) -> list[CodeF
 
 
 def module_splits(
-    functions: list[CodeFunction], val_fraction: float, test_fraction: float
+    functions: list[CodeFunction], val_fraction: float, test_fraction: float, partition: int = 0
 ) -> dict[str, str]:
-    """Top-level module -> split. Modules are taken in the order of a hash of their name; each
-    goes to test, else val, if that brings the split nearer its share of the functions, else to
-    train.
+    """Top-level module -> split. Modules are taken in the order of a hash of their name (salted
+    by `partition`, so each partition deals them differently); each goes to test, else val, if
+    that brings the split nearer its share of the functions, else to train.
 
     Filling by function count keeps val and test near their fractions, which a per-module hash
     bucket does not: a few modules (tkinter, distutils, email) hold 5-8% of the functions each,
@@ -134,7 +134,8 @@ def module_splits(
         sizes[function.module] = sizes.get(function.module, 0) + 1
     need = {"test": test_fraction * len(functions), "val": val_fraction * len(functions)}
     splits = {}
-    for module in sorted(sizes, key=lambda name: hashlib.sha1(name.encode()).hexdigest()):
+    salt = f"{partition}:" if partition else ""  # partition 0 keeps the original order
+    for module in sorted(sizes, key=lambda name: hashlib.sha1(f"{salt}{name}".encode()).digest()):
         split = next((s for s in ("test", "val") if need[s] >= sizes[module] / 2), "train")
         need[split] = need.get(split, 0.0) - sizes[module]
         splits[module] = split
@@ -146,6 +147,7 @@ def fingerprint(config: StdlibCodeSearchConfig) -> str:
     format (the parameters that only say how the build is read are left out)."""
     facts = [platform.python_version(), config.val_fraction, config.test_fraction]
     facts += [config.min_query_words, config.min_code_lines, FORMAT]
+    facts += [config.partition] if config.partition else []  # partition 0 keeps its old cache
     return hashlib.sha1(json.dumps(facts).encode()).hexdigest()[:12]
 
 
@@ -171,7 +173,8 @@ def build_stdlib_codesearch(
         [{"_id": f.id, "title": "", "text": f.document} for f in functions],
     )
     _write_jsonl(partial / "queries.jsonl", [{"_id": f.id, "text": f.query} for f in functions])
-    split_of, sizes = module_splits(functions, config.val_fraction, config.test_fraction), {}
+    split_of = module_splits(functions, config.val_fraction, config.test_fraction, config.partition)
+    sizes = {}
     for split in SPLITS:
         ids = [f.id for f in functions if split_of[f.module] == split]
         rows = "".join(f"{i}\t{i}\t1\n" for i in ids)

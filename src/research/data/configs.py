@@ -252,7 +252,7 @@ class BEIRDataConfig(RetrievalDataConfig):
 
 @dataclass
 class StdlibCodeSearchConfig(RetrievalDataConfig):
-    """The stdlib code-search task (research.data.codesearch); the first four fields name the
+    """The stdlib code-search task (research.data.codesearch); the first five fields name the
     build (its cache folder), the rest are how it is read, as for any BEIR folder."""
 
     targets = ("research.data.codesearch.StdlibCodeSearchDataModule",)
@@ -260,6 +260,8 @@ class StdlibCodeSearchConfig(RetrievalDataConfig):
     test_fraction: float = spec(0.1, gt=0.0, lt=1.0)
     min_query_words: int = spec(3, ge=1)
     min_code_lines: int = spec(2, ge=1)
+    # Which module partition: 0 is the study's split; any other value deals the modules anew.
+    partition: int = spec(0, ge=0)
     eval_corpus: str = spec("split", choices=EVAL_CORPORA)
 
     def check(self, at: str) -> None:

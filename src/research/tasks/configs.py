@@ -55,6 +55,9 @@ class RetrievalConfig(Schema):
     search: dict = field(default_factory=lambda: {"kind": "exact", "k": 100})
     encode_batch_size: int = spec(64, ge=1)
     save_index: bool = False
+    # Embed training texts this many at a time under activation checkpointing (GradCache-style);
+    # null embeds the whole batch at once.
+    train_mini_batch_size: int | None = spec(None, ge=1)
 
     def check(self, at: str) -> None:
         check_search(at, self.search)

@@ -15,6 +15,8 @@ from typing import Any, Protocol
 
 import torch
 from torch import nn
+from torch.nn import functional as F
+from torch.utils.checkpoint import checkpoint
 from torchmetrics import MeanMetric
 
 from research.optim.factory import OptimizerFactory, SchedulerFactory
@@ -55,19 +57,43 @@ class RetrievalModule(Task):
         self.search_kind = search.pop("kind", "exact")
         self.search_params = search
         self.encode_batch_size, self.save_index = c.encode_batch_size, c.save_index
+        self.train_mini_batch_size = c.train_mini_batch_size
         self.train_loss = MeanMetric()
         self._searcher: Any = None
         self._split: Any = None
         self._run: dict[str, dict[str, float]] = {}
 
     def training_step(self, batch: dict[str, Any], batch_idx: int) -> torch.Tensor:
-        queries, query_mask = self.net.embed(batch["queries"], query_mode=True)
-        documents, document_mask = self.net.embed(batch["documents"], query_mode=False)
+        queries, query_mask = self._embed(batch["queries"], query_mode=True)
+        documents, document_mask = self._embed(batch["documents"], query_mode=False)
         extra = {"teacher_scores": batch["teacher_scores"]} if "teacher_scores" in batch else {}
         loss = self.loss(queries, query_mask, documents, document_mask, **extra)
         self.train_loss.update(loss.detach())
         self.log_train_loss(loss, batch_size=len(batch["queries"]))
         return loss
+
+    def _embed(self, texts: list[str], query_mode: bool) -> tuple[torch.Tensor, torch.Tensor]:
+        """Token embeddings of a training batch with autograd.
+
+        With `train_mini_batch_size`, the texts are embedded a mini-batch at a time under
+        non-reentrant activation checkpointing: only the embeddings are kept, and backward runs
+        each mini-batch's forward again (same dropout) before its own backward. The loss still
+        scores every query against every document of the batch, so in-batch negatives grow with
+        `data.batch_size` while activation memory stays that of one mini-batch, as GradCache
+        (Gao et al. 2021) and PyLate's cached contrastive loss get by hand. Gradient
+        accumulation would instead shrink the negatives to one micro-batch's.
+        """
+        size = self.train_mini_batch_size
+        if size is None or len(texts) <= size:
+            return self.net.embed(texts, query_mode=query_mode)
+        parts = [
+            checkpoint(self.net.embed, texts[i : i + size], query_mode, use_reentrant=False)
+            for i in range(0, len(texts), size)
+        ]
+        longest = max(embeddings.shape[1] for embeddings, _ in parts)
+        embeddings = torch.cat([F.pad(e, (0, 0, 0, longest - e.shape[1])) for e, _ in parts])
+        mask = torch.cat([F.pad(m, (0, longest - m.shape[1])) for _, m in parts])
+        return embeddings, mask
 
     def on_train_epoch_end(self) -> None:
         self.log("train/loss_epoch", self.train_loss.compute())
