@@ -1,6 +1,6 @@
 """The two baselines of the colbert_stdlib study, on the same test split the ColBERT runs search.
 
-    python experiments/colbert_stdlib/baselines.py [--data-dir data] [--max-length 128]
+    python experiments/colbert_stdlib/baselines.py [--data-dir data] [--max-length 128] [--partition 1]
 
 BM25 (bm25s, Lucene defaults) and zero-shot dense MiniLM: all-MiniLM-L6-v2 as its
 sentence-transformers config uses it (mean pooling over real tokens, then L2 normalisation),
@@ -70,8 +70,11 @@ def main() -> None:
     parser.add_argument("--query-length", type=int, default=32)
     parser.add_argument("--max-length", type=int, default=128, help="document tokens")
     parser.add_argument("--split", default="test", choices=["val", "test"])
+    parser.add_argument(
+        "--partition", type=int, default=0, help="the module partition (data.partition)"
+    )
     args = parser.parse_args()
-    data = StdlibCodeSearchDataModule(data_dir=args.data_dir)
+    data = StdlibCodeSearchDataModule(data_dir=args.data_dir, partition=args.partition)
     data.setup()
     split = data.retrieval_split(args.split)
     print(f"{args.split}: {len(split.queries)} queries, {len(split.corpus)} documents")
@@ -91,7 +94,8 @@ def main() -> None:
         results[name] = {**evaluate_run(run, split.qrels, METRICS), "seconds": seconds}
         cells = " | ".join(f"{results[name][m]:.4f}" for m in METRICS)
         print(f"| {name} | {cells} | {seconds:.1f} |")
-    out = Path(__file__).with_name("baselines.json")
+    suffix = f"_partition{args.partition}" if args.partition else ""
+    out = Path(__file__).with_name(f"baselines{suffix}.json")
     out.write_text(json.dumps({"split": args.split, "args": vars(args), **results}, indent=2))
 
 
