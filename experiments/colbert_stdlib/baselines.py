@@ -1,6 +1,7 @@
 """The two baselines of the colbert_stdlib study, on the same test split the ColBERT runs search.
 
-    python experiments/colbert_stdlib/baselines.py [--data-dir data] [--max-length 128] [--partition 1]
+    python experiments/colbert_stdlib/baselines.py [--data-dir data] [--max-length 128] \
+        [--partition 1]
 
 BM25 (bm25s, Lucene defaults) and zero-shot dense MiniLM: all-MiniLM-L6-v2 as its
 sentence-transformers config uses it (mean pooling over real tokens, then L2 normalisation),

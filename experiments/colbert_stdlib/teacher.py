@@ -25,19 +25,18 @@ sys.path.insert(0, str(Path(__file__).parent))
 from baselines import mean_pooled  # noqa: E402
 
 from research.data.beir.sampling import judged  # noqa: E402
+from research.data.beir.sources import RetrievalSplit  # noqa: E402
 from research.data.codesearch import StdlibCodeSearchDataModule  # noqa: E402
 from research.data.negatives import mine_bm25_negatives  # noqa: E402
 from research.utils.backbones import default_backbone  # noqa: E402
 
 
 def teacher_rows(
-    data_dir: str, partition: int, negatives: int, scale: float, query_length: int, doc_length: int
+    train: RetrievalSplit, negatives: int, scale: float, query_length: int, doc_length: int
 ) -> list[dict]:
+    """One row per (query, positive) of `train`, over its own judged documents."""
     from transformers import AutoModel, AutoTokenizer
 
-    data = StdlibCodeSearchDataModule(data_dir=data_dir, partition=partition)
-    data.prepare_data()
-    train = data.source.split("train")
     corpus = judged(train)
     positives = {q: sorted(d for d, s in docs.items() if s > 0) for q, docs in train.qrels.items()}
     mined = mine_bm25_negatives(corpus, train.queries, positives, negatives)
@@ -52,10 +51,8 @@ def teacher_rows(
     for query, embedding in zip(query_ids, queries, strict=True):
         for positive in positives[query]:
             listed = [positive, *mined[query]]
-            cosines = documents[[row_of[d] for d in listed]] @ embedding
-            rows.append(
-                {"query_id": query, "document_ids": listed, "scores": (cosines * scale).tolist()}
-            )
+            scores = (documents[[row_of[d] for d in listed]] @ embedding * scale).tolist()
+            rows.append({"query_id": query, "document_ids": listed, "scores": scores})
     return rows
 
 
@@ -72,10 +69,11 @@ def main() -> None:
     out = Path(args.out)
     if out.exists():
         sys.exit(f"error: {out} exists; give another --out or remove it")
+    data = StdlibCodeSearchDataModule(data_dir=args.data_dir, partition=args.partition)
+    data.prepare_data()
     with torch.inference_mode():
         rows = teacher_rows(
-            args.data_dir,
-            args.partition,
+            data.source.split("train"),
             args.negatives,
             args.scale,
             args.query_length,

@@ -19,9 +19,10 @@ class CrossEntropyConfig(Schema):
 @dataclass
 class ContrastiveConfig(Schema):
     targets = ("research.losses.contrastive.Contrastive",)
-    # 0.02: the temperature of the ColBERT fine-tuning recipes this loss is compared against
-    # (PyLate's, issue 16); 1.0 was the placeholder of a generic cross-entropy.
-    temperature: float = spec(0.02, gt=0.0)
+    # Divides MaxSim sums (up to the query length). 1.0 is colbert-ai's plain cross-entropy on
+    # them; the 0.02 of other recipes divides scores averaged over query tokens, and on sums it
+    # made training unstable here (experiments/colbert_stdlib).
+    temperature: float = spec(1.0, gt=0.0)
     # Mean over the batch (true) or sum (false).
     size_average: bool = True
     # Under DDP, score against the documents of every rank.
