@@ -65,6 +65,16 @@ def ablation_spec(name: str | None) -> dict[str, Any]:
     return spec if isinstance(spec, dict) else {}
 
 
+def variant_names(name: str | None, spec: dict[str, Any], source: Path) -> dict[str, str]:
+    """Config hash -> variant of the ablation file, for the runs of its own folder: a run that
+    research-ablate reused for a renamed or re-based variant still carries its old name."""
+    if not spec or not name or source.name != name:
+        return {}
+    from research.ablate import plan
+
+    return {job.run_id.rsplit("-s", 1)[0]: job.variant for job in plan(name, spec, [])}
+
+
 def _direction(text: str) -> tuple[str, str]:
     metric, _, way = text.rpartition("=")
     if not metric:
@@ -148,6 +158,7 @@ def main(argv: list[str] | None = None) -> int:
             where=args.where,
             baseline=args.baseline,
             ablation=spec,
+            names=variant_names(ablation, spec, source),
         )
     except ReportError as err:
         print(f"research-report: error: {err}", file=sys.stderr)

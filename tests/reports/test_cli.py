@@ -121,3 +121,30 @@ def test_cli_path_imports_neither_torch_nor_lightning(runs_folder: Path, tmp_pat
     )
     assert done.returncode == 0, done.stderr
     assert "HEAVY []" in done.stdout
+
+
+def test_variant_names_come_from_the_ablation_file_without_torch(tmp_path: Path):
+    """Each variant's config hash, as research-ablate computes it, for the ablation's own
+    folder only; composing the configs must not import torch."""
+    code = (
+        "import json, sys; from pathlib import Path; from research.report import *; "
+        "spec = ablation_spec('cnn_sgd_momentum'); "
+        "names = variant_names('cnn_sgd_momentum', spec, Path(sys.argv[1]) / 'cnn_sgd_momentum'); "
+        "other = variant_names('cnn_sgd_momentum', spec, Path(sys.argv[1]) / 'elsewhere'); "
+        "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'lightning')); "
+        "print(json.dumps([names, other, heavy]))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "RESEARCH_LOG_DIR": str(tmp_path), "PYTHONWARNINGS": "ignore"},
+    )
+    assert done.returncode == 0, done.stderr
+    names, other, heavy = json.loads(done.stdout.splitlines()[-1])
+    assert other == {} and heavy == []
+    assert sorted(names.values()) == sorted(  # one config hash per variant
+        f"{o}+{n}" for o in ("sgd", "momentum", "nesterov") for n in ("norm", "raw")
+    )
+    assert all(len(h) == 12 and all(c in "0123456789abcdef" for c in h) for h in names)

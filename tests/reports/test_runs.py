@@ -96,3 +96,16 @@ def test_empty_folder_and_missing_folder_are_errors(tmp_path: Path):
         load_runs(tmp_path)
     with pytest.raises(ReportError, match="not a folder"):
         load_runs(tmp_path / "nope")
+
+
+def test_names_relabel_a_reused_run_by_the_variant_that_now_has_its_config(tmp_path: Path):
+    """research-ablate reuses a finished run for whichever variant now has its config; the
+    run's metrics.json still names the variant it ran as."""
+    old = write_run(tmp_path / "a", 0, ["loss.temperature=0.02"], variant="recipe")
+    new = write_run(tmp_path / "b", 0, ["loss.temperature=1.0"], variant="recipe")
+    with pytest.warns(RunsWarning, match="2 different configs"):
+        split = load_runs(tmp_path)
+    assert len(set(split["variant"])) == 2  # without names: one variant split in two
+    names = {old["config_hash"]: "temperature0.02", new["config_hash"]: "recipe"}
+    runs = load_runs(tmp_path, names=names)
+    assert dict(zip(runs["config_hash"], runs["variant"], strict=True)) == names

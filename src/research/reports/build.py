@@ -55,12 +55,14 @@ def _slug(metric: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", metric)
 
 
-def _load(source: Path, where: list[str] | None) -> tuple[pd.DataFrame, list[str]]:
+def _load(
+    source: Path, where: list[str] | None, names: dict[str, str] | None
+) -> tuple[pd.DataFrame, list[str]]:
     """The runs, and the warnings about runs that are counted but could not be read or that
     were split from their variant."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", RunsWarning)
-        runs = load_runs(source, where)
+        runs = load_runs(source, where, names)
     notes = []
     for item in caught:
         if issubclass(item.category, RunsWarning):
@@ -118,6 +120,7 @@ def analyse(
     where: list[str] | None = None,
     baseline: str | None = None,
     ablation: dict[str, Any] | None = None,
+    names: dict[str, str] | None = None,
     out_dir: Path | None = None,
 ) -> Report:
     """Read the runs under `source` and compute the tables, writing nothing (the notebook's
@@ -127,10 +130,11 @@ def analyse(
     which way a metric is better (metric -> 'max'/'min') where its name does not tell; `where`
     keeps runs by config value (["trainer.max_epochs=10"]); `baseline` names the variant the
     others are compared with (default: the `ablation` file's `baseline`, else "default", else
-    the first variant); the ablation file's `axes` add a main-effect table.
+    the first variant); the ablation file's `axes` add a main-effect table; `names` (config
+    hash -> variant, from the ablation file) labels each run by the variant that has its config.
     """
     source = Path(source).resolve()
-    runs, notes = _load(source, where)
+    runs, notes = _load(source, where, names)
     chosen = [resolve_metric(runs, m) for m in metrics] if metrics else default_metrics(runs)
     chosen = list(dict.fromkeys(chosen))
     ways = directions(runs, chosen, direction)
@@ -160,7 +164,7 @@ def build_report(
 ) -> Report:
     """`analyse` the runs under `source` and write the report into `out_dir`; `band` is the
     curves' shaded band ('std' or 'minmax') and `x` their axis ('epoch' or 'step'); `options`
-    are `analyse`'s (direction, where, baseline, ablation)."""
+    are `analyse`'s (direction, where, baseline, ablation, names)."""
     check_band(band)
     report = analyse(source, metrics, out_dir=out_dir, **options)
     out_dir, runs, table, chosen = report.out_dir, report.runs, report.table, report.metrics

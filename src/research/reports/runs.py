@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -165,10 +165,14 @@ def _newest_attempts(runs: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([kept, ranked[~keyed]])
 
 
-def load_runs(source: Path, where: list[str] | None = None) -> pd.DataFrame:
+def load_runs(
+    source: Path, where: list[str] | None = None, names: Mapping[str, str] | None = None
+) -> pd.DataFrame:
     """One row per run under `source`: identity columns, `final.<metric>` and `best.<metric>`.
 
-    `where` (["trainer.max_epochs=10", ...]) keeps the runs whose config has those values; a
+    `where` (["trainer.max_epochs=10", ...]) keeps the runs whose config has those values;
+    `names` (config hash -> variant) relabels runs by what their config is today, since
+    research-ablate reuses a finished run under whichever variant now has its config; a
     variant holding runs of different configs is split per config, with a RunsWarning."""
     source = Path(source)
     if not source.is_dir():
@@ -180,6 +184,10 @@ def load_runs(source: Path, where: list[str] | None = None) -> pd.DataFrame:
         )
     records = consistency.where([(d, _read_run(d)) for d in dirs], where or [])
     runs = _newest_attempts(pd.DataFrame([_row(d, m) for d, m in records]))
+    if names:
+        runs["variant"] = [
+            names.get(h, v) for h, v in zip(runs["config_hash"], runs["variant"], strict=True)
+        ]
     configs = {str(d.resolve()): m.get("config") for d, m in records}
     runs, notes = consistency.split_inconsistent(runs, configs)
     for note in notes:
