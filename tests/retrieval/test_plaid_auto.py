@@ -79,11 +79,8 @@ def test_the_sizes_used_are_saved_in_the_manifest_and_survive_loading(corpus, tm
     index.save(tmp_path / "plaid")
     manifest = json.loads((tmp_path / "plaid" / "manifest.json").read_text())
     assert manifest["params"]["centroids"] == "auto" and manifest["params"]["candidates"] == 300
-    assert manifest["resolved"] == index.resolved == {
-        "centroids": auto_centroids(index.num_tokens),
-        "candidates": 300,
-        "rerank": 64,
-    }
+    expected = {"centroids": auto_centroids(index.num_tokens), "candidates": 300, "rerank": 64}
+    assert manifest["resolved"] == index.resolved == expected
     loaded = load_searcher(tmp_path / "plaid")
     assert loaded.resolved == index.resolved and loaded.params() == index.params()
 

@@ -16,6 +16,8 @@ from typing import Any, Literal
 from research.config.schema import Schema, check_node, fail, spec
 
 AUTO = "auto"
+# The PLAID parameters that may be "auto", and the least integer each accepts (rerank 0: none).
+AUTO_SIZED = {"centroids": 1, "candidates": 1, "rerank": 0}
 
 
 @dataclass
@@ -65,15 +67,12 @@ class PlaidConfig(ExactSearchConfig):
     seed: int = spec(0, ge=0)
 
     def check(self, at: str) -> None:
+        """Each of AUTO_SIZED is "auto" or an integer >= its least (bools are no integers)."""
         for key, least in AUTO_SIZED.items():
             value = getattr(self, key)
             if value == AUTO or (type(value) is int and value >= least):
                 continue
             fail(at, key, f"={value!r} is not valid; it must be 'auto' or an integer >= {least}")
-
-
-# The PLAID parameters that may be "auto", and the least integer each accepts (rerank 0: none).
-AUTO_SIZED = {"centroids": 1, "candidates": 1, "rerank": 0}
 
 
 SEARCH_CONFIGS: dict[str, type[ExactSearchConfig]] = {

@@ -6,7 +6,9 @@ Measured (README, "Measured"; benchmarks/colbert_index.py, nbits 2, probes 16): 
 (0.4M tokens), but 0.806 at 100k (4M tokens), where 4096 / 8192 / 256 reach 0.968 (build 275 s).
 Both sizes grow here as the square root of the corpus, rounded to the nearest power of two,
 which gives exactly those two settings: 1024 x sqrt(10) = 3238 -> 4096 centroids and
-2048 x sqrt(10) = 6476 -> 8192 candidates; rerank stays candidates / 32 (64 -> 256).
+2048 x sqrt(10) = 6476 -> 8192 candidates; rerank stays candidates / 32 (64 -> 256). So the
+sizes double per 4x corpus: 1024 centroids for 0.2-0.8M tokens, 2048 to 3.2M, 4096 to 12.8M;
+2048 candidates up to 20k documents, 4096 to 80k, 8192 to 320k.
 colbert-ai's rule, 2^floor(log2(16 x sqrt(n_tokens))) centroids, also grows as the square root
 but is 8x larger (8192 at 0.4M tokens): its build would cost 8x ours (the assignment is
 n_tokens x centroids x D multiply-adds), and 1024 already met the target there. Below 10k
@@ -25,8 +27,8 @@ MEASURED_CENTROIDS = 1024
 MEASURED_CANDIDATES = 2048
 # rerank = candidates / RERANK_SHARE (2048 -> 64 and 8192 -> 256 were measured).
 RERANK_SHARE = 32
-# A bound on the build: assigning n tokens costs n x centroids x D multiply-adds. colbert-ai
-# also stops at 2^16; this rule reaches it only past ~800M tokens.
+# A bound on the build: assigning n tokens costs n x centroids x D multiply-adds. The rule
+# reaches it only past ~800M tokens.
 MAX_CENTROIDS = 65536
 
 
