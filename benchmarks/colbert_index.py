@@ -15,10 +15,11 @@ Printed per corpus size:
 - exact and PLAID query latency p50/p95 (one query per call), PLAID build time, bytes per token
   held in memory against fp32 (4 x D) plus the fp16 tokens kept on disk for its exact re-rank,
   and PLAID's recall@10 against exact search, for every combination of the search parameters
-  given (one index per nbits; defaults: PlaidConfig's).
+  given (one index per nbits; defaults: PlaidConfig's, "auto" for centroids, candidates and
+  rerank, each row naming the sizes auto resolved to).
 
-    python benchmarks/colbert_index.py [--sizes 10000 100000] [--nbits 2 4] [--centroids 1024]
-        [--probes 8 16] [--candidates 512 1024] [--rerank 0 64]
+    python benchmarks/colbert_index.py [--sizes 10000 100000] [--nbits 2 4] [--centroids auto]
+        [--probes 8 16] [--candidates auto 512 1024] [--rerank 0 64 auto]
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from torch.nn import functional as F
 
 from research.data.codesearch import stdlib_functions
 from research.models.colbert import ColBERT
-from research.retrieval.configs import PlaidConfig
+from research.retrieval.configs import AUTO, PlaidConfig
 from research.retrieval.exact import ExactSearcher
 from research.retrieval.plaid import PlaidIndex
 
@@ -98,6 +99,16 @@ def recall(found: list[list[tuple[str, float]]], exact: list[list[tuple[str, flo
     return hits / sum(len(e) for e in exact)
 
 
+def auto_or_int(text: str) -> int | str:
+    """A PLAID size argument: "auto" or an integer."""
+    return text if text == AUTO else int(text)
+
+
+def shown(asked: int | str, used: int | None) -> str:
+    """A size as the row names it: the integer used, marked when "auto" chose it."""
+    return f"{used} (auto)" if asked == AUTO else str(used)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
@@ -105,10 +116,11 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--pairs", type=int, default=5)
     parser.add_argument("--nbits", type=int, nargs="+", default=[2, 4])
-    parser.add_argument("--centroids", type=int, default=PlaidConfig.centroids)
+    parser.add_argument("--centroids", type=auto_or_int, default=PlaidConfig.centroids)
     parser.add_argument("--probes", type=int, nargs="+", default=[PlaidConfig.probes])
-    parser.add_argument("--candidates", type=int, nargs="+", default=[PlaidConfig.candidates])
-    parser.add_argument("--rerank", type=int, nargs="+", default=[PlaidConfig.rerank])
+    sized = {"type": auto_or_int, "nargs": "+"}
+    parser.add_argument("--candidates", **sized, default=[PlaidConfig.candidates])
+    parser.add_argument("--rerank", **sized, default=[PlaidConfig.rerank])
     args = parser.parse_args()
 
     start = time.perf_counter()
@@ -145,7 +157,9 @@ def main() -> None:
         )
         print(rows[-1], flush=True)
         for nbits in args.nbits:
-            index = PlaidIndex(centroids=args.centroids, nbits=nbits, rerank=max(args.rerank))
+            # Keep the fp16 re-rank tokens unless every setting asked re-ranks nothing.
+            keep = AUTO if any(rerank != 0 for rerank in args.rerank) else 0
+            index = PlaidIndex(centroids=args.centroids, nbits=nbits, rerank=keep)
             build_s, _ = timed(index.add, ids, documents)
             stored = index.bytes_per_token
             for probes, candidates, rerank in itertools.product(
@@ -154,12 +168,14 @@ def main() -> None:
                 index.config.probes, index.config.candidates = probes, candidates
                 index.config.rerank = rerank
                 runs = [timed(index.search, [q], K) for q in queries]
-                on_disk = f" + {index.rerank_bytes_per_token} fp16" if rerank else ""
+                used = index.resolved
+                on_disk = f" + {index.rerank_bytes_per_token} fp16" if used["rerank"] else ""
                 rows.append(
                     (
                         size,
-                        f"plaid nbits={nbits} probes={probes} candidates={candidates} "
-                        f"rerank={rerank}",
+                        f"plaid nbits={nbits} centroids={shown(args.centroids, used['centroids'])}"
+                        f" probes={probes} candidates={shown(candidates, used['candidates'])} "
+                        f"rerank={shown(rerank, used['rerank'])}",
                         f"{build_s:.0f} s",
                         f"{stored}{on_disk} ({fp32 / stored:.1f}x smaller in memory)",
                         percentiles([s for s, _ in runs]),
@@ -170,7 +186,7 @@ def main() -> None:
                 print(rows[-1], flush=True)
             del index
         del exact
-    print(f"\nPLAID: centroids {args.centroids}; {len(queries)} queries, one per call\n")
+    print(f"\nPLAID: {len(queries)} queries, one per call\n")
     print(
         "| documents | index | build | bytes/token | latency p50 / p95 | recall@10 vs exact "
         "| exact / matmul |"

@@ -160,7 +160,7 @@ def test_embedding_sizes_that_do_not_fill_bytes_fail_in_one_line():
 
 def test_search_kind_plaid_is_checked_before_torch():
     check_search("model", {"kind": "plaid", "k": 10, "nbits": 4, "probes": 2, "rerank": 0})
-    with pytest.raises(ConfigError, match=r"model\.search\.rerank=-1 is out of range"):
+    with pytest.raises(ConfigError, match=r"model\.search\.rerank=-1 is not valid"):
         check_search("model", {"kind": "plaid", "rerank": -1})
     with pytest.raises(ConfigError, match=r"model\.search\.nbits=3 is not valid; choose one of"):
         check_search("model", {"kind": "plaid", "nbits": 3})

@@ -92,6 +92,8 @@ def _type_name(tp: Any) -> str:
     if typing.get_origin(tp) is list:
         (inner,) = typing.get_args(tp) or (Any,)
         return f"a list of {_type_name(inner)}"
+    if typing.get_origin(tp) is typing.Literal:
+        return " or ".join(map(repr, typing.get_args(tp)))
     if tp is type(None):
         return "null"
     return getattr(tp, "__name__", str(tp))
@@ -114,6 +116,8 @@ def _coerce(value: Any, tp: Any) -> tuple[bool, Any]:
             return False, value
         items = [_coerce(v, inner) for v in value]
         return all(ok for ok, _ in items), [v for _, v in items]
+    if origin is typing.Literal:
+        return value in typing.get_args(tp) and type(value) is not bool, value
     if tp is type(None):
         return value is None, value
     if tp is bool:

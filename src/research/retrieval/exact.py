@@ -118,9 +118,15 @@ class ExactSearcher:
         )
         self._write_manifest(folder)
 
-    def _write_manifest(self, folder: Path) -> None:
-        """The JSON half of a saved searcher: kind, parameters, document ids (written last)."""
-        manifest = {"kind": self.kind, "params": self.params(), "document_ids": self.document_ids}
+    def _write_manifest(self, folder: Path, **extra: Any) -> None:
+        """The JSON half of a saved searcher: kind, parameters, a kind's `extra` entries (e.g.
+        the sizes "auto" resolved to), document ids (written last)."""
+        manifest = {
+            "kind": self.kind,
+            "params": self.params(),
+            **extra,
+            "document_ids": self.document_ids,
+        }
         (folder / MANIFEST).write_text(json.dumps(manifest))
 
     @classmethod

@@ -17,6 +17,9 @@ re-ranked documents are read). Stage 5 exists because the benchmark's near-tied 
 and 11th best documents differ by ~0.1% of the score at 10k documents) are below decompression's
 error: decompressed ranking alone reached recall@10 0.70 (nbits=2) and 0.87 (nbits=4) against
 exact search even given exact search's own top 100 as candidates (README, "Measured").
+`centroids`, `candidates` and `rerank` default to "auto", sized from the corpus by plaid_auto.py
+(centroids when the first `add` builds the index, the others at search time); `resolved` says
+what ran, and the manifest keeps it.
 k-means is faiss's (`faiss.Kmeans`, a maintained library installed from wheels beside torch:
 fast-plaid pins torch 2.11). Saved as safetensors + a JSON manifest, never a pickle.
 """
@@ -24,7 +27,9 @@ fast-plaid pins torch 2.11). Saved as safetensors + a JSON manifest, never a pic
 from __future__ import annotations
 
 import json
+import logging
 import mmap
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,12 +38,15 @@ from safetensors.torch import load_file, save_file
 from torch import Tensor
 from torch.nn import functional as F
 
-from research.retrieval.configs import PlaidConfig
+from research.retrieval.configs import AUTO, PlaidConfig
 from research.retrieval.exact import ExactSearcher, Results, gather_ranges, require_file, require_k
 from research.retrieval.maxsim import maxsim_flat, segment_max
+from research.retrieval.plaid_auto import auto_candidates, auto_centroids, auto_rerank
+
+log = logging.getLogger(__name__)
 
 INDEX = "index.safetensors"
-# The fp16 tokens stage 5 re-ranks with (written only when `rerank` > 0).
+# The fp16 tokens stage 5 re-ranks with (written unless `rerank` is 0).
 TOKENS = "tokens.safetensors"
 # k-means trains on at most this many sampled tokens per centroid (faiss's own cap is 256).
 SAMPLE_PER_CENTROID = 64
@@ -68,13 +76,29 @@ class PlaidIndex(ExactSearcher):
         self._token_centroids = torch.empty(0, dtype=torch.int32)  # [T]
         self._cell_offsets = torch.zeros(1, dtype=torch.long)  # centroid -> its documents (CSR)
         self._cell_documents = torch.empty(0, dtype=torch.int32)
-        self._rerank_tokens: Tensor | None = None  # [T, D] fp16, kept only when config.rerank > 0
+        self._rerank_tokens: Tensor | None = None  # [T, D] fp16, kept unless config.rerank is 0
+        self._logged: dict[str, int | None] = {}  # the sizes last logged, to log each change once
 
     @property
     def bytes_per_token(self) -> float:
         """Bytes per token held in memory: codes and centroid id (the inverted lists are
         rebuilt on load; the fp16 re-rank tokens are memory-mapped: `rerank_bytes_per_token`)."""
         return self._codes.shape[1] + self._token_centroids.element_size()
+
+    def __repr__(self) -> str:
+        using = " ".join(f"{key}={value}" for key, value in self.resolved.items())
+        return f"{super().__repr__()} using {using}"
+
+    @property
+    def resolved(self) -> dict[str, int | None]:
+        """The centroids, candidates and rerank this index uses: "auto" resolved for its size
+        now (centroids fixed by the first `add`, None before it; candidates and rerank from the
+        documents it holds, so they grow as documents are added). Saved in the manifest."""
+        return {
+            "centroids": None if self._centroids is None else len(self._centroids),
+            "candidates": self._sized("candidates", auto_candidates),
+            "rerank": self._sized("rerank", auto_rerank),
+        }
 
     @property
     def rerank_bytes_per_token(self) -> int:
@@ -117,6 +141,7 @@ class PlaidIndex(ExactSearcher):
         k = require_k(self.kind, k)
         if not queries or self._centroids is None:
             return [[] for _ in queries]
+        self._log_resolved()
         return [self._search_one(query.float(), k) for query in self._query_tokens(queries)]
 
     def save(self, path: str | Path) -> None:
@@ -126,7 +151,7 @@ class PlaidIndex(ExactSearcher):
         save_file(tensors, folder / INDEX)
         if self._rerank_tokens is not None:
             save_file({"tokens": self._rerank_tokens.contiguous()}, folder / TOKENS)
-        self._write_manifest(folder)
+        self._write_manifest(folder, resolved=self.resolved)
 
     @classmethod
     def load(cls, path: str | Path) -> PlaidIndex:
@@ -165,7 +190,7 @@ class PlaidIndex(ExactSearcher):
                 f"and nbits={nbits}; choose nbits from 1, 2, 4, 8 with D a multiple of 8"
             )
         generator = torch.Generator().manual_seed(self.config.seed)
-        n_centroids = min(self.config.centroids, len(tokens))
+        n_centroids = min(self._sized("centroids", auto_centroids, len(tokens)), len(tokens))
         sample = tokens[torch.randperm(len(tokens), generator=generator)]
         sample = sample[: n_centroids * SAMPLE_PER_CENTROID].contiguous()
         kmeans = faiss.Kmeans(
@@ -185,6 +210,24 @@ class PlaidIndex(ExactSearcher):
         self._cutoffs = torch.quantile(values, torch.arange(1, buckets) / buckets)
         self._weights = torch.quantile(values, (torch.arange(buckets) + 0.5) / buckets)
         self._decode_bytes()
+        self._log_resolved()
+
+    def _sized(self, key: str, rule: Callable[[int], int], size: int | None = None) -> int:
+        """Parameter `key` as configured, or when "auto" the `rule`'s value for `size` (default:
+        the documents held)."""
+        value = getattr(self.config, key)
+        return rule(len(self) if size is None else size) if value == AUTO else value
+
+    def _log_resolved(self) -> None:
+        """Log the sizes in use when they differ from those last logged: once per index, and
+        again when added documents grow the auto candidates and rerank."""
+        if self.resolved != self._logged:
+            self._logged = self.resolved
+            sizes = ", ".join(
+                f"{key} {value}" + (" (auto)" if getattr(self.config, key) == AUTO else "")
+                for key, value in self._logged.items()
+            )
+            log.info("plaid index, %d documents, %d tokens: %s", len(self), self.num_tokens, sizes)
 
     def _decode_bytes(self) -> None:
         every_byte = torch.arange(256, dtype=torch.uint8)[:, None]
@@ -225,7 +268,7 @@ class PlaidIndex(ExactSearcher):
     def _search_one(self, query: Tensor, k: int) -> Results:
         """PLAID's stages for one query [Lq, D]: probe and prune by centroid scores, rank the
         decompressed candidates, re-rank the best of them exactly."""
-        rerank = self.config.rerank if self._rerank_tokens is not None else 0
+        rerank = self._sized("rerank", auto_rerank) if self._rerank_tokens is not None else 0
         scores, documents = self._rank_decompressed(query, self._candidates(query), max(k, rerank))
         if rerank:
             token_rows, offsets = self._token_rows(documents)
@@ -252,7 +295,8 @@ class PlaidIndex(ExactSearcher):
             len(query) * len(self),
         ).view(len(query), len(self))
         found = documents.unique()
-        best = approximate[:, found].sum(0).topk(min(self.config.candidates, len(found)))
+        candidates = self._sized("candidates", auto_candidates)
+        best = approximate[:, found].sum(0).topk(min(candidates, len(found)))
         return found[best.indices]
 
     def _rank_decompressed(
