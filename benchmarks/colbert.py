@@ -8,22 +8,30 @@ One run, the same backbone (the packaged all-MiniLM-L6-v2, offline) and the same
 - MaxSim: `research.retrieval.maxsim.maxsim_matrix` vs `pylate.scores.colbert_scores` on the
   same random unit-norm token embeddings, padded and masked, fed the same document chunks
   (PyLate's einsum holds Nq x Nd x Lq x Ld floats at once: 7 GiB for the whole 10k documents).
-- search: query latency of our ExactSearcher and VoyagerIndex and of PyLate's Voyager index
-  (`pylate.indexes.Voyager` + `pylate.retrieve.ColBERT`, same HNSW parameters), index build time,
-  and the top-10 agreement of each HNSW index with exact search. Documents are random unit-norm
-  tokens; each query is near copies of tokens of 10 documents, so that its exact top 10 is
-  those documents (printed as a check) and agreement measures the index, not noise.
-  PyLate's PLAID index needs fast-plaid >= 1.4.6.270, which pins torch 2.11; the only
-  fast-plaid pip resolves beside torch 2.14.1 (1.1.0) fails in `pylate.indexes.PLAID`
-  (TypeError: unexpected keyword 'low_memory'), so PLAID is not measured. The only fast-plaid
-  on the index today, 1.7.0.2110, pins torch==2.11.0 (its wheel's metadata). Our own PLAID-class
-  index is measured against exact search in benchmarks/colbert_index.py.
+- search, per corpus size: build time, query latency p50 / p95 (one query per call) and the
+  top-10 agreement with exact search of our ExactSearcher, our VoyagerIndex and our PlaidIndex
+  (PLAID's sizes given as integers, `--centroids` etc., so the figures do not depend on what
+  "auto" picks) and of PyLate's Voyager index (`pylate.indexes.Voyager` +
+  `pylate.retrieve.ColBERT`, the same HNSW parameters as ours); and exact search's time over a
+  plain matmul of the same FLOPs (benchmarks/colbert_index.py's measure, `--repeats` pairs),
+  the distance to the hardware limit. Both our indexes are compared with PyLate's Voyager
+  index: our voyager as its twin, our PLAID as the index PyLate offers here. Documents are
+  random unit-norm tokens; each query is near copies of tokens of 10 documents, so that its
+  exact top 10 is those documents (printed as a check) and agreement measures the index, not
+  noise. The indexes are built only at `--index-sizes` (an HNSW graph of 100k documents would
+  take about 40 min).
+  PyLate's PLAID index needs fast-plaid >= 1.4.6.270, whose wheels pin a torch each (the last
+  digits name it: 2110 is torch 2.11.0; none for 2.14); the only fast-plaid pip resolves beside
+  torch 2.14.1 (1.1.0) fails in `pylate.indexes.PLAID` (TypeError: unexpected keyword
+  'low_memory'), so PyLate's PLAID is not measured (checked again 2026-11-23: the newest,
+  1.7.0.2110, still pins torch==2.11.0).
 Ours and PyLate's run in turn (A B A B: `--repeats` pairs for encoding and MaxSim, one pair per
-query for search) after a warm-up, so that load on a shared machine falls on both; the speed-up
-column is the median of the per-pair ratios with their min-max; torch threads as torch sets
-them unless `--threads` (on a loaded machine, 2 threads on 2 cores wait on each other at every
-parallel op). Prints a markdown table; the last column is how many times faster ours is
-(>= 1.0: ours is faster; target >= 1.0 on encoding and scoring on CPU).
+query and searcher in turn for search) after a warm-up, so that load on a shared machine falls
+on all; the speed-up column is the median of the per-pair ratios with their min-max (a build is
+one pair: each index is built once); torch threads as torch sets them unless `--threads` (on a
+loaded machine, 2 threads on 2 cores wait on each other at every parallel op). Prints a markdown
+table; the last column is how many times faster ours is (>= 1.0: ours is faster; target >= 1.0
+on encoding and scoring on CPU).
 
 PyLate is installed only for this benchmark, in its own virtualenv (pylate 1.6.0 pins
 transformers<=5.3.0, sentence-transformers==5.3.0 and fast-plaid, which would replace torch).
@@ -56,19 +64,22 @@ os.environ.setdefault("TQDM_DISABLE", "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch
+from colbert_index import against_matmul, percentiles  # beside this file
 from torch import Tensor
 from torch.nn import functional as F
 
 from research.models.colbert import MINILM_HUB_ID, ColBERT, default_backbone
 from research.retrieval.exact import ExactSearcher
 from research.retrieval.maxsim import maxsim_matrix
+from research.retrieval.plaid import PlaidIndex
 from research.retrieval.voyager import VoyagerIndex
 
 QUERY_TOKENS = 32
 DIM = 128
 K = 10
 # measure, ours, PyLate, unit, speed-ups of ours over PyLate measured pair by pair
-Row = tuple[str, float | None, float | None, str, list[float]]
+# (a string: figures formatted already, e.g. latency p50 / p95)
+Row = tuple[str, float | str | None, float | str | None, str, list[float]]
 
 
 def in_turn(runs: dict[str, Callable[[], object]], repeats: int) -> dict[str, list[float]]:
@@ -86,13 +97,12 @@ def in_turn(runs: dict[str, Callable[[], object]], repeats: int) -> dict[str, li
 def paired(seconds: dict[str, list[float]], work: float, measure: str, unit_name: str) -> Row:
     """A row of median throughputs (`work` per second) and the per-round speed-ups."""
     ours, theirs = seconds["ours"], seconds["pylate"]
-    ratios = [b / a for a, b in zip(ours, theirs, strict=True)]
     return (
         measure,
         work / statistics.median(ours),
         work / statistics.median(theirs),
         unit_name,
-        ratios,
+        speedups(theirs, ours),
     )
 
 
@@ -216,17 +226,6 @@ def pylate_top(retriever: object, k_token: int, query: Tensor) -> list[str]:
     return [hit["id"] for hit in retriever.retrieve([query], k=K, k_token=k_token)[0]]
 
 
-def latency(top: Callable[[Tensor], list[str]], queries: list[Tensor]) -> tuple[float, list]:
-    """Median seconds per single-query search (after one warm-up) and each query's top ids."""
-    top(queries[0])
-    seconds, rankings = [], []
-    for query in queries:
-        start = time.perf_counter()
-        rankings.append(top(query))
-        seconds.append(time.perf_counter() - start)
-    return statistics.median(seconds), rankings
-
-
 def latency_in_turn(
     tops: dict[str, Callable[[Tensor], list[str]]], queries: list[Tensor]
 ) -> tuple[dict[str, list[float]], dict[str, list[list[str]]]]:
@@ -247,15 +246,46 @@ def agreement(rankings: list[list[str]], exact: list[list[str]]) -> float:
     return statistics.mean(len(set(a) & set(b)) / K for a, b in zip(rankings, exact, strict=True))
 
 
-def hnsw_rows(
-    args: argparse.Namespace,
-    ids: list[str],
-    corpus: list[Tensor],
-    queries: list[Tensor],
-    truth: list[list[str]],
-    label: str,
-) -> list[Row]:
-    """Build time, query latency and agreement with `truth` of our and PyLate's voyager index."""
+def speedups(slow: list[float], fast: list[float]) -> list[float]:
+    """How many times faster `fast` was than `slow`, pair by pair."""
+    return [b / a for a, b in zip(fast, slow, strict=True)]
+
+
+def hnsw(args: argparse.Namespace) -> dict[str, int]:
+    """The HNSW parameters both voyager indexes get."""
+    return {"M": args.M, "ef_construction": args.ef_construction, "ef_search": args.ef_search}
+
+
+def ours_built(
+    args: argparse.Namespace, ids: list[str], corpus: list[Tensor], indexed: bool
+) -> tuple[dict[str, ExactSearcher], dict[str, float]]:
+    """Our searchers over the corpus and the seconds each took to add it: exact search, and when
+    `indexed` our voyager and PLAID indexes (PLAID's sizes given explicitly, not "auto")."""
+    searchers: dict[str, ExactSearcher] = {"exact": ExactSearcher()}
+    if indexed:
+        searchers["voyager"] = VoyagerIndex(
+            **hnsw(args), candidates_per_token=args.candidates_per_token
+        )
+        searchers["plaid"] = PlaidIndex(
+            centroids=args.centroids,
+            nbits=args.nbits,
+            probes=args.probes,
+            candidates=args.candidates,
+            rerank=args.rerank,
+        )
+    seconds = {}
+    for name, searcher in searchers.items():
+        start = time.perf_counter()
+        searcher.add(ids, corpus)
+        seconds[name] = time.perf_counter() - start
+        print(f"  ours {name}: built in {seconds[name]:.1f} s", flush=True)
+    return searchers, seconds
+
+
+def pylate_built(
+    args: argparse.Namespace, ids: list[str], corpus: list[Tensor], folder: str
+) -> tuple[Callable[[Tensor], list[str]], float]:
+    """PyLate's voyager index in `folder` as a top-K function, and the seconds it took to build."""
     from pylate import indexes, retrieve
 
     class Quiet(retrieve.ColBERT):
@@ -264,48 +294,56 @@ def hnsw_rows(
         def _show_progress(self) -> bool:
             return False
 
-    hnsw = {"M": args.M, "ef_construction": args.ef_construction, "ef_search": args.ef_search}
-    ours = VoyagerIndex(**hnsw, candidates_per_token=args.candidates_per_token)
+    index = indexes.Voyager(index_folder=folder, override=True, embedding_size=DIM, **hnsw(args))
     start = time.perf_counter()
-    ours.add(ids, corpus)
-    ours_build = time.perf_counter() - start
-    with tempfile.TemporaryDirectory() as folder:
-        theirs = indexes.Voyager(index_folder=folder, override=True, embedding_size=DIM, **hnsw)
-        start = time.perf_counter()
-        theirs.add_documents(documents_ids=ids, documents_embeddings=corpus)
-        theirs_build = time.perf_counter() - start
-        tops = {
-            "ours": partial(ours_top, ours),
-            "pylate": partial(pylate_top, Quiet(index=theirs), args.candidates_per_token),
-        }
-        seconds, ranks = latency_in_turn(tops, queries)
-    per_query = [b / a for a, b in zip(seconds["ours"], seconds["pylate"], strict=True)]
-    return [
-        (f"voyager build, {label}", ours_build, theirs_build, "s", [theirs_build / ours_build]),
-        (
-            f"voyager search, {label}",
-            statistics.median(seconds["ours"]) * 1e3,
-            statistics.median(seconds["pylate"]) * 1e3,
-            "ms/query",
-            per_query,
-        ),
-        (
-            f"voyager top-{K} agreement with exact, {label}",
-            agreement(ranks["ours"], truth),
-            agreement(ranks["pylate"], truth),
-            "fraction",
-            [],
-        ),
-    ]
+    index.add_documents(documents_ids=ids, documents_embeddings=corpus)
+    seconds = time.perf_counter() - start
+    print(f"  PyLate voyager: built in {seconds:.1f} s", flush=True)
+    return partial(pylate_top, Quiet(index=index), args.candidates_per_token), seconds
+
+
+def index_rows(
+    label: str,
+    builds: dict[str, float],
+    seconds: dict[str, list[float]],
+    ranks: dict[str, list[list[str]]],
+) -> list[Row]:
+    """Build time, latency and top-K agreement with exact search of our voyager and PLAID
+    indexes, each against PyLate's voyager index (PyLate's PLAID does not run here)."""
+    truth, pylate = ranks["exact"], builds["pylate"]
+    rows: list[Row] = []
+    for ours in ("voyager", "plaid"):
+        name = "voyager" if ours == "voyager" else "our PLAID vs PyLate's voyager"
+        rows += [
+            (f"{name} build, {label}", builds[ours], pylate, "s", [pylate / builds[ours]]),
+            (
+                f"{name} search, {label}",
+                percentiles(seconds[ours]),
+                percentiles(seconds["pylate"]),
+                "p50 / p95",
+                speedups(seconds["pylate"], seconds[ours]),
+            ),
+            (
+                f"{name} top-{K} agreement with exact, {label}",
+                agreement(ranks[ours], truth),
+                agreement(ranks["pylate"], truth),
+                "fraction",
+                [],
+            ),
+        ]
+    return rows
 
 
 def search(args: argparse.Namespace) -> list[Row]:
     """Build time, latency and top-10 agreement of the searchers on random corpora."""
     print(
         f"search: documents of {args.doc_tokens // 2}-{3 * args.doc_tokens // 2} random tokens, "
-        f"D={DIM}, {args.queries} queries of {QUERY_TOKENS} tokens, k={K}; both HNSW graphs "
-        f"M={args.M}, ef_construction={args.ef_construction}, ef_search={args.ef_search}, "
-        f"{args.candidates_per_token} candidates per query token"
+        f"D={DIM}, {args.queries} queries of {QUERY_TOKENS} tokens, k={K}, one query per call, "
+        f"the searchers in turn; both HNSW graphs M={args.M}, "
+        f"ef_construction={args.ef_construction}, ef_search={args.ef_search}, "
+        f"{args.candidates_per_token} candidates per query token; our PLAID nbits={args.nbits}, "
+        f"centroids={args.centroids}, probes={args.probes}, candidates={args.candidates}, "
+        f"rerank={args.rerank}"
     )
     rows: list[Row] = []
     not_indexed, rate = {}, None
@@ -315,31 +353,64 @@ def search(args: argparse.Namespace) -> list[Row]:
         queries, planted = planted_queries(corpus, args.queries, generator)
         n_tokens = sum(map(len, corpus))
         label = f"{size // 1000}k documents ({n_tokens / 1e6:.2f}M tokens)"
-        exact = ExactSearcher()
-        start = time.perf_counter()
-        exact.add(ids, corpus)
-        stored = time.perf_counter() - start
-        seconds, truth = latency(partial(ours_top, exact), queries)
-        found = agreement(truth, [[ids[i] for i in targets] for targets in planted])
-        print(
-            f"{label}: exact searcher stores them in {stored:.1f} s; its top {K} holds "
-            f"{found:.0%} of the planted documents"
-        )
-        rows.append((f"exact search, {label}", seconds * 1e3, None, "ms/query", []))
-        del exact
-        if size not in args.index_sizes:
+        print(f"{label}:", flush=True)
+        indexed = size in args.index_sizes
+        ours, builds = ours_built(args, ids, corpus, indexed)
+        tops = {name: partial(ours_top, searcher) for name, searcher in ours.items()}
+        with tempfile.TemporaryDirectory() as folder:
+            if indexed:
+                tops["pylate"], builds["pylate"] = pylate_built(args, ids, corpus, folder)
+            seconds, ranks = latency_in_turn(tops, queries)
+        to_matmul = against_matmul(ours["exact"], queries, args.repeats)
+        found = agreement(ranks["exact"], [[ids[i] for i in targets] for targets in planted])
+        print(f"  exact search's top {K} holds {found:.0%} of the planted documents")
+        rows += [
+            (f"exact search, {label}", percentiles(seconds["exact"]), None, "p50 / p95", []),
+            (
+                f"exact search / a plain matmul of its FLOPs, {label}",
+                to_matmul,
+                None,
+                "time ratio",
+                [],
+            ),
+        ]
+        if indexed:
+            plaid = ours["plaid"]
+            print(
+                f"  our PLAID: {plaid.bytes_per_token} bytes/token in memory + "
+                f"{plaid.rerank_bytes_per_token} of fp16 tokens for its re-rank (exact: "
+                f"{4 * DIM} fp32); {ratios(speedups(seconds['exact'], seconds['plaid']))} "
+                "faster than exact search per query"
+            )
+            rate = n_tokens / builds["voyager"]
+            print(
+                f"  HNSW build {rate:.0f} tokens/s ours, {n_tokens / builds['pylate']:.0f} PyLate"
+            )
+            rows += index_rows(label, builds, seconds, ranks)
+        else:
             not_indexed[label] = n_tokens
-            continue
-        built = hnsw_rows(args, ids, corpus, queries, truth, label)
-        rate = n_tokens / built[0][1]
-        print(f"{label}: HNSW build {rate:.0f} tokens/s ours, {n_tokens / built[0][2]:.0f} PyLate")
-        rows += built
+        del ours, tops, corpus
     for label, n_tokens in not_indexed.items() if rate else ():
         print(
-            f"{label}: no HNSW index built; at {rate:.0f} tokens/s ours would take about "
+            f"{label}: no index built; at {rate:.0f} tokens/s our HNSW would take about "
             f"{n_tokens / rate / 60:.0f} min here (add the size to --index-sizes to measure)"
         )
     return rows
+
+
+def ratios(speedup: list[float]) -> str:
+    """Median speed-up with its min-max and the number of pairs."""
+    return (
+        f"{statistics.median(speedup):.2f}x ({min(speedup):.2f}-{max(speedup):.2f}, {len(speedup)})"
+    )
+
+
+def cell(value: float | str | None) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, str):
+        return value
+    return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
 
 
 def table(rows: list[Row]) -> str:
@@ -349,16 +420,9 @@ def table(rows: list[Row]) -> str:
         "| measure | ours | PyLate | unit | speed-up, median (min-max, pairs) |",
         "|---|---|---|---|---|",
     ]
-    for name, ours, theirs, unit_name, ratios in rows:
-        ratio = (
-            f"{statistics.median(ratios):.2f}x ({min(ratios):.2f}-{max(ratios):.2f}, {len(ratios)})"
-            if ratios
-            else "-"
-        )
-        cells = [
-            "-" if v is None else f"{v:,.0f}" if v >= 100 else f"{v:.3g}" for v in (ours, theirs)
-        ]
-        lines.append(f"| {name} | {cells[0]} | {cells[1]} | {unit_name} | {ratio} |")
+    for name, ours, theirs, unit_name, speedup in rows:
+        shown = ratios(speedup) if speedup else "-"
+        lines.append(f"| {name} | {cell(ours)} | {cell(theirs)} | {unit_name} | {shown} |")
     return "\n".join(lines)
 
 
@@ -376,14 +440,20 @@ def main() -> None:
         type=int,
         nargs="*",
         default=[10_000],
-        help="corpus sizes that also build both HNSW indexes (about 1-3k tokens/s here)",
+        help="corpus sizes that also build the indexes (HNSW: about 1-3k tokens/s here)",
     )
     parser.add_argument("--doc-tokens", type=int, default=32, help="mean tokens per document")
     parser.add_argument("--queries", type=int, default=10, help="search queries timed")
     parser.add_argument("--M", type=int, default=16)
     parser.add_argument("--ef-construction", type=int, default=64)
     parser.add_argument("--ef-search", type=int, default=64)
-    parser.add_argument("--candidates-per-token", type=int, default=32)
+    parser.add_argument("--candidates-per-token", type=int, default=32, help="voyager's")
+    # PLAID's sizes as integers: those its defaults meant (and "auto" picks) at 10k documents.
+    parser.add_argument("--nbits", type=int, default=2, help="PLAID's")
+    parser.add_argument("--centroids", type=int, default=1024, help="PLAID's")
+    parser.add_argument("--probes", type=int, default=16, help="PLAID's")
+    parser.add_argument("--candidates", type=int, default=2048, help="PLAID's")
+    parser.add_argument("--rerank", type=int, default=64, help="PLAID's")
     parser.add_argument("--repeats", type=int, default=5, help="pairs (ours, PyLate) timed")
     parser.add_argument(
         "--threads", type=int, help="torch threads (default: torch's own, one per core)"
