@@ -352,7 +352,7 @@ def search(args: argparse.Namespace) -> list[Row]:
         ids, corpus = random_corpus(size, args.doc_tokens, generator)
         queries, planted = planted_queries(corpus, args.queries, generator)
         n_tokens = sum(map(len, corpus))
-        label = f"{size // 1000}k documents ({n_tokens / 1e6:.2f}M tokens)"
+        label = f"{size / 1000:g}k documents ({n_tokens / 1e6:.2f}M tokens)"
         print(f"{label}:", flush=True)
         indexed = size in args.index_sizes
         ours, builds = ours_built(args, ids, corpus, indexed)
