@@ -47,13 +47,18 @@ def mean_pooled(
     return torch.cat(rows)
 
 
-def dense_rank(
-    corpus: dict[str, str], queries: dict[str, str], k: int, query_length: int, doc_length: int
-) -> dict[str, list[tuple[str, float]]]:
+def minilm() -> tuple[Any, Any]:
+    """The packaged all-MiniLM-L6-v2's tokenizer and encoder (eval mode), read offline."""
     from transformers import AutoModel, AutoTokenizer
 
     name = default_backbone()
-    tokenizer, model = AutoTokenizer.from_pretrained(name), AutoModel.from_pretrained(name).eval()
+    return AutoTokenizer.from_pretrained(name), AutoModel.from_pretrained(name).eval()
+
+
+def dense_rank(
+    corpus: dict[str, str], queries: dict[str, str], k: int, query_length: int, doc_length: int
+) -> dict[str, list[tuple[str, float]]]:
+    tokenizer, model = minilm()
     doc_ids, query_ids = list(corpus), list(queries)
     documents = mean_pooled(model, tokenizer, [corpus[d] for d in doc_ids], doc_length)
     queries_ = mean_pooled(model, tokenizer, [queries[q] for q in query_ids], query_length)

@@ -22,26 +22,22 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
-from baselines import mean_pooled  # noqa: E402
+from baselines import mean_pooled, minilm  # noqa: E402
 
 from research.data.beir.sampling import judged  # noqa: E402
 from research.data.beir.sources import RetrievalSplit  # noqa: E402
 from research.data.codesearch import StdlibCodeSearchDataModule  # noqa: E402
 from research.data.negatives import mine_bm25_negatives  # noqa: E402
-from research.utils.backbones import default_backbone  # noqa: E402
 
 
 def teacher_rows(
     train: RetrievalSplit, negatives: int, scale: float, query_length: int, doc_length: int
 ) -> list[dict]:
     """One row per (query, positive) of `train`, over its own judged documents."""
-    from transformers import AutoModel, AutoTokenizer
-
     corpus = judged(train)
     positives = {q: sorted(d for d, s in docs.items() if s > 0) for q, docs in train.qrels.items()}
     mined = mine_bm25_negatives(corpus, train.queries, positives, negatives)
-    name = default_backbone()
-    tokenizer, model = AutoTokenizer.from_pretrained(name), AutoModel.from_pretrained(name).eval()
+    tokenizer, model = minilm()
     doc_ids = sorted(corpus)
     row_of = {doc: i for i, doc in enumerate(doc_ids)}
     documents = mean_pooled(model, tokenizer, [corpus[d] for d in doc_ids], doc_length)
