@@ -14,7 +14,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from research.config.compose import compose_all, config_dir, hydra_node, planned_jobs
+from research.config.compose import (
+    check_single_run,
+    compose_all,
+    config_dir,
+    hydra_node,
+    planned_jobs,
+)
 from research.config.errors import ConfigError
 from research.config.validate import validate
 from research.interrupt import Interrupted, signals_raise
@@ -115,6 +121,19 @@ def _check_machine(configs: list[dict[str, Any]], hydra: Any) -> None:
             check_accelerator(config)
 
 
+def _modes(parsed: Any) -> list[str]:
+    """The Hydra run modes a command line asks for; Hydra accepts one and otherwise fails with a
+    traceback after composing."""
+    flags = (
+        ("-m", parsed.multirun),
+        ("--run", parsed.run),
+        ("--cfg", bool(parsed.cfg)),
+        ("--info", parsed.info is not None),
+        ("--shell-completion", parsed.shell_completion),
+    )
+    return [name for name, given in flags if given]
+
+
 def _explicit(args: list[str], key: str) -> str | None:
     """The value of a `key=value` argument, unquoted; None when absent."""
     found = [a.split("=", 1)[1] for a in args if a.startswith(f"{key}=")]
@@ -193,6 +212,14 @@ def run(
     if parsed.help:
         print(_help(prog, config_name))
         return 0
+    modes = _modes(parsed)
+    if len(modes) > 1:
+        print(
+            f"{prog}: error: {' and '.join(modes)} cannot be combined; give one of them "
+            "(`--cfg job` shows one job: one value per key, no -m)",
+            file=sys.stderr,
+        )
+        return 2
     info_only = any(getattr(parsed, flag, None) for flag in _INFO_FLAGS)
     informative = info_only or bool(parsed.cfg)
     multirun: Path | None = None
@@ -200,6 +227,8 @@ def run(
     lock: RunDirLock | None = None
     if not info_only:
         try:
+            if not parsed.multirun:
+                check_single_run(parsed.overrides)
             composed = compose_all(config_name, parsed.overrides)
             configs = [validate(cfg, entry=config_name) for cfg in composed]
             if config_name == "eval":

@@ -16,6 +16,10 @@ CASES = [
     (["trainer.max_epochs=abc"], "trainer.max_epochs='abc' must be int or null"),
     (["-m", "optimizer.lr=0.1,0.01,-5"], "optimizer.lr=-5.0 is out of range"),
     (["optimizer.lrr=0.1"], "optimizer.lrr"),
+    # Without -m a swept value would fail only when the job starts, in Hydra's many lines.
+    (["optimizer.lr=1e-3,1e-2"], "optimizer.lr=1e-3,1e-2 sweeps several values: add -m"),
+    (["--cfg", "job", "seed=range(3)"], "seed=range(3) sweeps several values"),
+    (["-m", "--cfg", "job"], "-m and --cfg cannot be combined"),
     # One process per CPU device: 99 of them on a small machine would swap it to a halt.
     (["trainer=cpu", "trainer.devices=99"], "trainer.devices=99 on CPU starts 99 processes"),
     # Rank zero in a child process: the job would record no history and no objective.

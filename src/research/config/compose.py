@@ -91,6 +91,21 @@ def expand(overrides: Sequence[str]) -> list[list[str]]:
     return combos
 
 
+def check_single_run(overrides: Sequence[str]) -> None:
+    """Without -m, Hydra rejects a swept value (`lr=1e-3,1e-2`) only when the job starts, with a
+    multi-line message; say it in one line before anything runs."""
+    try:
+        parsed = OverridesParser.create().parse_overrides(list(overrides))
+    except HydraException as err:
+        raise ConfigError(one_line(err)) from None
+    swept = [o.input_line for o in parsed if o.is_sweep_override()]
+    if swept:
+        raise ConfigError(
+            f"{swept[0]} sweeps several values: add -m to run one job per value, or quote it "
+            "('a,b') or make it a list ([a,b]) to pass one value"
+        )
+
+
 def _dotted_keys(node: Any, at: str = "") -> list[str]:
     """Every key path below `node`, e.g. model.net.position."""
     if not isinstance(node, dict):
