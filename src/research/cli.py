@@ -182,10 +182,11 @@ def _claim(run_dir: Path | None, config: dict[str, Any]) -> RunDirLock | None:
 def _sweep_failures(folder: Path) -> int:
     """Jobs of a finished multirun that did not complete, from its sweep_summary.json (written
     by the SweepSummary callback); a sweep that left no summary counts as failed."""
+    from research.tracking.sweep_summary import failures
+
     try:
-        summary = json.loads((folder / "sweep_summary.json").read_text())
         # A pruned search trial was stopped on purpose by its study's pruner: not a failure.
-        return int(summary["jobs"]) - int(summary["completed"]) - int(summary.get("pruned", 0))
+        return failures(json.loads((folder / "sweep_summary.json").read_text()))
     except (OSError, ValueError, KeyError):
         return 1
 

@@ -40,6 +40,28 @@ def summarize(sweep_dir: Path) -> dict[str, Any]:
     }
 
 
+def failures(summary: dict[str, Any]) -> int:
+    """Jobs that did not end as intended; a sweep in which every job was pruned counts as one
+    failure too, since it has no result (no best trial) to show."""
+    bad = int(summary["jobs"]) - int(summary["completed"]) - int(summary.get("pruned", 0))
+    return bad or int(int(summary["jobs"]) > 0 and int(summary["completed"]) == 0)
+
+
+def summary_line(summary: dict[str, Any], sweep_dir: Path) -> str:
+    line = (
+        f"sweep: {summary['completed']}/{summary['jobs']} jobs completed, "
+        f"{summary['failed']} failed, {summary['diverged']} diverged"
+        + (f", {summary['pruned']} pruned" if summary["pruned"] else "")
+        + f" ({sweep_dir})"
+    )
+    if summary["pruned"] and not summary["completed"]:
+        line += (
+            "; every trial was pruned, so the search has no best value: loosen the pruner "
+            "(hydra.sweeper.pruner.*) or pass hydra.sweeper.pruner.name=none"
+        )
+    return line
+
+
 class SweepSummary(Callback):
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         sweep_dir = Path(config.hydra.sweep.dir)
@@ -47,14 +69,8 @@ class SweepSummary(Callback):
             return
         summary = summarize(sweep_dir)
         write_json_atomic(sweep_dir / "sweep_summary.json", summary)
-        bad = summary["jobs"] - summary["completed"] - summary["pruned"]
-        line = (
-            f"sweep: {summary['completed']}/{summary['jobs']} jobs completed, "
-            f"{summary['failed']} failed, {summary['diverged']} diverged"
-            + (f", {summary['pruned']} pruned" if summary["pruned"] else "")
-            + f" ({sweep_dir})"
-        )
-        (log.warning if bad else log.info)(line)
+        line = summary_line(summary, sweep_dir)
+        (log.warning if failures(summary) else log.info)(line)
         print(line)
 
 
