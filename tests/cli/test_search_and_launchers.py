@@ -63,6 +63,24 @@ def test_optuna_search_resumes_without_repeating_trials_and_checks_its_config(wo
     assert len(search.study(workdir).trials) == 6
 
 
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["hydra.sweeper.sampler.name=grid"], "sampler grid needs a finite space: optimizer.lr="),
+        (["hydra.sweeper.pruner.name=median3"], "hydra.sweeper.pruner.name=median3"),
+    ],
+)
+def test_a_search_config_mistake_writes_no_study_and_no_sweep_folder(
+    workdir: Path, args: list[str], expected: str
+):
+    done = run_cli("research-train", "-m", "hparams_search=optuna", *TINY, *args, cwd=workdir)
+    assert done.returncode == 2
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("hparams_search: error: ") and expected in line
+    # An empty study left behind would hold this command's config and refuse the corrected one.
+    assert not (workdir / "logs").exists()
+
+
 def test_fast_dev_run_in_a_search_is_an_objective_not_a_traceback(workdir: Path):
     done = run_cli(
         "research-train",

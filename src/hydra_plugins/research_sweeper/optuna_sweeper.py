@@ -30,6 +30,7 @@ from hydra_plugins.research_sweeper.study import (
     build_pruner,
     build_sampler,
     check_identity,
+    check_search,
     counted_trials,
     fail_interrupted,
     grid_done,
@@ -116,6 +117,7 @@ class OptunaStudySweeper(LaunchingSweeper):
 
     def _search(self, arguments: list[str]) -> None:
         assert self.launcher is not None
+        check_search(self.sampler_cfg, self.pruner_cfg, self.params)
         sweep_dir = self.prepare_sweep_dir()
         study = self._study()
         job_index = 0

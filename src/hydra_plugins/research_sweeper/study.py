@@ -83,6 +83,15 @@ def build_sampler(cfg: dict[str, Any], params: dict[str, str], seed: int | None)
     raise ConfigError(f"hydra.sweeper.sampler.name={name}: choose one of: {', '.join(SAMPLERS)}")
 
 
+def check_search(sampler: dict[str, Any], pruner: dict[str, Any], params: dict[str, str]) -> None:
+    """Parse every searched space and build the sampler and pruner once, so that a mistake in
+    any of them is refused before the study database or the sweep folder is written."""
+    for name, spec in params.items():
+        sweep_of(name, spec)
+    build_sampler(sampler, params, seed=None)
+    build_pruner(pruner)
+
+
 def build_pruner(cfg: dict[str, Any]) -> Any:
     """An Optuna pruner from `hydra.sweeper.pruner` ({name, n_startup_trials, n_warmup_steps,
     lower, upper})."""
