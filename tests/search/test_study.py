@@ -82,14 +82,27 @@ def test_samplers_and_pruners_from_config():
 def test_interrupted_trials_fail_without_counting_and_a_grid_ends_with_its_grid(tmp_path: Path):
     study = optuna.create_study(study_name="s", storage=f"sqlite:///{tmp_path / 'db'}")
     study.sampler = build_sampler({"name": "grid"}, {"a": "choice(1, 2, 3)"}, 0)
-    study.tell(study.ask(), state=optuna.trial.TrialState.FAIL)  # its own run failed: counts
-    stopped = study.ask()
+
+    def ask() -> optuna.Trial:
+        trial = study.ask()
+        trial.suggest_categorical("a", [1, 2, 3])  # as the sweeper's job would
+        return trial
+
+    study.tell(ask(), state=optuna.trial.TrialState.FAIL)  # its own run failed: counts
+    stopped = ask()
     fail_interrupted(study, [stopped.number], "interrupted by SIGINT")
     assert study.trials[1].state == optuna.trial.TrialState.FAIL
     assert study.trials[1].user_attrs[INTERRUPTED_ATTR] == "interrupted by SIGINT"
     assert counted_trials(study) == 1 and not grid_done(study)
-    study.tell(study.ask(), 0.5)  # Optuna's own grid sampler raises here (Study.stop)
-    assert counted_trials(study) == 2 and grid_done(study)
+    study.tell(ask(), 0.5)
+    # The stopped trial never evaluated its point: the grid is not done until one has.
+    assert counted_trials(study) == 2 and not grid_done(study)
+    retried = ask()
+    assert retried.params == stopped.params
+    study.tell(retried, 0.7)  # Optuna's own grid sampler raises here (Study.stop)
+    assert counted_trials(study) == 3 and grid_done(study)
+    evaluated = [t.params["a"] for t in study.trials if t.number != stopped.number]
+    assert sorted(evaluated) == [1, 2, 3]
 
 
 def test_a_study_refuses_another_config(tmp_path: Path):

@@ -79,7 +79,7 @@ def build_sampler(cfg: dict[str, Any], params: dict[str, str], seed: int | None)
     if name == "grid":
         from research.grid_sampler import AskTellGridSampler
 
-        return AskTellGridSampler(_grid(params), seed=seed)
+        return AskTellGridSampler(_grid(params), seed=seed, retry_attr=INTERRUPTED_ATTR)
     raise ConfigError(f"hydra.sweeper.sampler.name={name}: choose one of: {', '.join(SAMPLERS)}")
 
 
