@@ -6,7 +6,8 @@
 BM25 (bm25s, Lucene defaults) and zero-shot dense MiniLM: all-MiniLM-L6-v2 as its
 sentence-transformers config uses it (mean pooling over real tokens, then L2 normalisation),
 cosine similarity, exact search. Documents are cut at the same length as the ColBERT runs, so
-the comparison is at equal input. Prints a markdown table and writes baselines.json beside it.
+the comparison is at equal input. Prints a markdown table and writes it beside this file as
+baselines[_partition<N>][_val].json.
 """
 
 from __future__ import annotations
@@ -100,7 +101,9 @@ def main() -> None:
         results[name] = {**evaluate_run(run, split.qrels, METRICS), "seconds": seconds}
         cells = " | ".join(f"{results[name][m]:.4f}" for m in METRICS)
         print(f"| {name} | {cells} | {seconds:.1f} |")
+    # One file per (partition, split): a val run must not replace the test figures.
     suffix = f"_partition{args.partition}" if args.partition else ""
+    suffix += f"_{args.split}" if args.split != "test" else ""
     out = Path(__file__).with_name(f"baselines{suffix}.json")
     out.write_text(json.dumps({"split": args.split, "args": vars(args), **results}, indent=2))
 
