@@ -14,13 +14,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from research.config.compose import (
-    check_single_run,
-    compose_all,
-    config_dir,
-    hydra_node,
-    planned_jobs,
-)
+from research.config.compose import compose_all, config_dir, hydra_node, planned_jobs
 from research.config.errors import ConfigError
 from research.config.validate import validate
 from research.interrupt import Interrupted, signals_raise
@@ -228,9 +222,7 @@ def run(
     lock: RunDirLock | None = None
     if not info_only:
         try:
-            if not parsed.multirun:
-                check_single_run(parsed.overrides)
-            composed = compose_all(config_name, parsed.overrides)
+            composed = compose_all(config_name, parsed.overrides, single=not parsed.multirun)
             configs = [validate(cfg, entry=config_name) for cfg in composed]
             if config_name == "eval":
                 _check_saved_runs(configs)

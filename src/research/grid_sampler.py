@@ -22,7 +22,8 @@ class AskTellGridSampler(optuna.samplers.GridSampler):
         self,
         search_space: dict[str, Sequence[Any]],
         seed: int | None = None,
-        retry_attr: str | None = None,
+        *,
+        retry_attr: str,
     ) -> None:
         """`retry_attr`: a user attribute that marks a failed trial whose point was never
         evaluated (stopped by a signal); such a point is offered again."""
@@ -31,8 +32,6 @@ class AskTellGridSampler(optuna.samplers.GridSampler):
 
     def _get_unvisited_grid_ids(self, study: optuna.Study) -> list[int]:
         unvisited = set(super()._get_unvisited_grid_ids(study))
-        if self._retry_attr is None:
-            return sorted(unvisited)
         stopped: set[int] = set()
         tried: set[int] = set()
         for trial in study.get_trials(deepcopy=False):

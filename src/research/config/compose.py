@@ -65,12 +65,21 @@ def _check_choice(override: Override, values: list[str]) -> None:
             )
 
 
-def expand(overrides: Sequence[str]) -> list[list[str]]:
-    """Concrete override lists that together try every value of every swept key once."""
+def expand(overrides: Sequence[str], single: bool = False) -> list[list[str]]:
+    """Concrete override lists that together try every value of every swept key once.
+
+    `single` (no -m): a swept value is refused in one line here; Hydra would reject it only when
+    the job starts, with a multi-line message."""
     try:
         parsed = OverridesParser.create().parse_overrides(list(overrides))
     except HydraException as err:
         raise ConfigError(one_line(err)) from None
+    swept = [o.input_line for o in parsed if o.is_sweep_override()] if single else []
+    if swept:
+        raise ConfigError(
+            f"{swept[0]} sweeps several values: add -m to run one job per value, or quote it "
+            "('a,b') or make it a list ([a,b]) to pass one value"
+        )
     columns: list[list[str]] = []
     for override in parsed:
         values = _values(override)
@@ -89,21 +98,6 @@ def expand(overrides: Sequence[str]) -> list[list[str]]:
         for value in col[1:]:
             combos.append([*first[:i], value, *first[i + 1 :]])
     return combos
-
-
-def check_single_run(overrides: Sequence[str]) -> None:
-    """Without -m, Hydra rejects a swept value (`lr=1e-3,1e-2`) only when the job starts, with a
-    multi-line message; say it in one line before anything runs."""
-    try:
-        parsed = OverridesParser.create().parse_overrides(list(overrides))
-    except HydraException as err:
-        raise ConfigError(one_line(err)) from None
-    swept = [o.input_line for o in parsed if o.is_sweep_override()]
-    if swept:
-        raise ConfigError(
-            f"{swept[0]} sweeps several values: add -m to run one job per value, or quote it "
-            "('a,b') or make it a list ([a,b]) to pass one value"
-        )
 
 
 def _dotted_keys(node: Any, at: str = "") -> list[str]:
@@ -150,11 +144,13 @@ def _compose_one(config_name: str, overrides: list[str]) -> DictConfig:
         raise ConfigError(one_line(err)) from None
 
 
-def compose_all(config_name: str, overrides: Sequence[str]) -> list[DictConfig]:
+def compose_all(
+    config_name: str, overrides: Sequence[str], single: bool = False
+) -> list[DictConfig]:
     """The config of each concrete override list of `expand`, Hydra's own node included (its
     `hydra.sweep.dir` says where a multirun will write); Hydra is released afterwards."""
     with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
-        return [_compose_one(config_name, combo) for combo in expand(overrides)]
+        return [_compose_one(config_name, combo) for combo in expand(overrides, single)]
 
 
 def planned_jobs(hydra: DictConfig, overrides: Sequence[str]) -> list[list[str]] | None:
