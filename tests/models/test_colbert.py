@@ -206,8 +206,8 @@ def test_loading_a_folder_that_is_not_a_saved_colbert_fails(tmp_path):
         ({"max_length_document": 1000}, "max_position_embeddings=512"),
         ({"max_length_query": 2}, "max_length_query=2 is out of range; it must be >= 4"),
         (
-            {"dropout": 0.1},
-            "dropout is not an option of research.models.colbert.ColBERT; valid options: attend_to",
+            {"pooling": "mean"},
+            "pooling is not an option of research.models.colbert.ColBERT; valid options: attend_to",
         ),
     ],
 )
@@ -223,6 +223,7 @@ def test_bad_load_overrides_raise_one_line(saved, overrides, message):
         ({"embedding_size": 0}, "embedding_size=0 is out of range; it must be >= 1"),
         ({"max_length_document": 2}, "max_length_document=2 is out of range; it must be >= 4"),
         ({"query_marker": "[X]", "document_marker": "[X]"}, "must differ"),
+        ({"dropout": 1.0}, "dropout=1.0 is out of range; it must be < 1.0"),
     ],
 )
 def test_bad_arguments_raise_one_line_before_loading(arguments, message):
@@ -239,3 +240,21 @@ def test_a_new_model_trains_with_dropout_like_any_new_module():
     """HF's from_pretrained hands the encoder back in eval mode; training must not inherit it."""
     fresh = ColBERT(max_length_query=QUERY_LENGTH, max_length_document=DOCUMENT_LENGTH)
     assert all(module.training for module in fresh.modules())
+
+
+def test_dropout_sets_every_backbone_dropout_and_survives_a_save(tmp_path):
+    """dropout=0 trains without masks: two training forwards agree exactly; the default keeps
+    the backbone's own 0.1, whose masks make them differ."""
+    texts = ["def add(a, b): return a + b", "def sub(a, b): return a - b"]
+    quiet = ColBERT(max_length_query=QUERY_LENGTH, max_length_document=DOCUMENT_LENGTH, dropout=0.0)
+    noisy = ColBERT(max_length_query=QUERY_LENGTH, max_length_document=DOCUMENT_LENGTH)
+    rates = {layer.p for layer in quiet.backbone.modules() if isinstance(layer, torch.nn.Dropout)}
+    assert rates == {0.0}
+    assert {layer.p for layer in noisy.modules() if isinstance(layer, torch.nn.Dropout)} == {0.1}
+    with torch.no_grad():
+        assert torch.equal(quiet.embed(texts, False)[0], quiet.embed(texts, False)[0])
+        assert not torch.equal(noisy.embed(texts, False)[0], noisy.embed(texts, False)[0])
+    quiet.save_pretrained(tmp_path / "quiet")
+    loaded = ColBERT.from_pretrained(tmp_path / "quiet")
+    assert loaded.config.dropout == 0.0
+    assert {m.p for m in loaded.modules() if isinstance(m, torch.nn.Dropout)} == {0.0}

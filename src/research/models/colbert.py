@@ -104,6 +104,10 @@ class ColBERT(nn.Module):
             encoder.pooler = None
         self.tokenizer = tokenizer
         self.backbone = encoder.float()  # checkpoints may load in bf16; precision is Lightning's
+        if config.dropout is not None:
+            for layer in encoder.modules():
+                if isinstance(layer, nn.Dropout):
+                    layer.p = config.dropout
         # from_pretrained returns the encoder in eval mode; a new nn.Module trains, with dropout.
         self.backbone.train(self.training)
         self.projection = nn.Linear(encoder.config.hidden_size, self.embedding_size, bias=False)
@@ -151,6 +155,15 @@ class ColBERT(nn.Module):
         batch = {k: v.to(device) for k, v in self.tokenize(texts, query_mode).items()}
         return self(**batch, query_mode=query_mode)
 
+    def length_order(self, texts: list[str], query_mode: bool) -> list[int]:
+        """Indices of `texts`, longest first by (truncated) token count: batches cut from this
+        order pad little."""
+        if not texts:
+            return []
+        limit = self.max_length_query if query_mode else self.max_length_document
+        tokens = self.tokenizer(list(texts), truncation=True, max_length=limit)["input_ids"]
+        return sorted(range(len(texts)), key=lambda i: len(tokens[i]), reverse=True)
+
     def encode(
         self,
         texts: list[str],
@@ -169,13 +182,7 @@ class ColBERT(nn.Module):
                 f"ColBERT.encode needs a list of texts and batch_size >= 1, got "
                 f"{type(texts).__name__} and batch_size={batch_size}"
             )
-        limit = self.max_length_query if query_mode else self.max_length_document
-        tokens = (
-            self.tokenizer(list(texts), truncation=True, max_length=limit)["input_ids"]
-            if texts
-            else []
-        )
-        order = sorted(range(len(texts)), key=lambda i: len(tokens[i]), reverse=True)
+        order = self.length_order(texts, query_mode)
         show = len(texts) > PROGRESS_BAR_ABOVE if show_progress_bar is None else show_progress_bar
         kind = "queries" if query_mode else "documents"
         encoded: list[Tensor] = [torch.empty(0)] * len(texts)

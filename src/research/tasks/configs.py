@@ -58,6 +58,10 @@ class RetrievalConfig(Schema):
     # Embed training texts this many at a time under activation checkpointing (GradCache-style);
     # null embeds the whole batch at once.
     train_mini_batch_size: int | None = spec(None, ge=1)
+    # Embed a training batch's documents this many at a time, longest first, each chunk padded
+    # to its own longest: the same embeddings with less padding (null: all at once). Queries are
+    # always padded to max_length_query, so they are embedded whole.
+    train_length_bucket: int | None = spec(8, ge=1)
 
     def check(self, at: str) -> None:
         check_search(at, self.search)

@@ -58,6 +58,7 @@ class RetrievalModule(Task):
         self.search_params = search
         self.encode_batch_size, self.save_index = c.encode_batch_size, c.save_index
         self.train_mini_batch_size = c.train_mini_batch_size
+        self.train_length_bucket = c.train_length_bucket
         self.train_loss = MeanMetric()
         self._searcher: Any = None
         self._split: Any = None
@@ -73,27 +74,39 @@ class RetrievalModule(Task):
         return loss
 
     def _embed(self, texts: list[str], query_mode: bool) -> tuple[torch.Tensor, torch.Tensor]:
-        """Token embeddings of a training batch with autograd.
+        """Token embeddings of a training batch with autograd, in the order of `texts`.
 
-        With `train_mini_batch_size`, the texts are embedded a mini-batch at a time under
-        non-reentrant activation checkpointing: only the embeddings are kept, and backward runs
-        each mini-batch's forward again (same dropout) before its own backward. The loss still
-        scores every query against every document of the batch, so in-batch negatives grow with
-        `data.batch_size` while activation memory stays that of one mini-batch, as GradCache
-        (Gao et al. 2021) and PyLate's cached contrastive loss get by hand. Gradient
-        accumulation would instead shrink the negatives to one micro-batch's.
+        Documents are embedded `train_length_bucket` at a time, longest first, so each forward
+        pads only to its chunk's longest text (a batch of 32 stdlib functions cut at 128 tokens
+        averages ~100). With `train_mini_batch_size`, queries and documents are embedded that
+        many at a time under non-reentrant activation checkpointing: only the embeddings are
+        kept, and backward runs each mini-batch's forward again (same dropout) before its own
+        backward. The loss still scores every query against every document of the batch, so
+        in-batch negatives grow with `data.batch_size` while activation memory stays that of
+        one mini-batch, as GradCache (Gao et al. 2021) and PyLate's cached contrastive loss get
+        by hand. Gradient accumulation would instead shrink the negatives to one micro-batch's.
         """
-        size = self.train_mini_batch_size
+        cached = self.train_mini_batch_size
+        bucket = None if query_mode else self.train_length_bucket
+        size = min((s for s in (cached, bucket) if s is not None), default=None)
         if size is None or len(texts) <= size:
             return self.net.embed(texts, query_mode=query_mode)
-        parts = [
-            checkpoint(self.net.embed, texts[i : i + size], query_mode, use_reentrant=False)
-            for i in range(0, len(texts), size)
-        ]
+        order = self.net.length_order(texts, query_mode)
+        parts = []
+        for start in range(0, len(order), size):
+            chunk = [texts[i] for i in order[start : start + size]]
+            if cached is None:
+                parts.append(self.net.embed(chunk, query_mode))
+            else:
+                parts.append(checkpoint(self.net.embed, chunk, query_mode, use_reentrant=False))
         longest = max(embeddings.shape[1] for embeddings, _ in parts)
         embeddings = torch.cat([F.pad(e, (0, 0, 0, longest - e.shape[1])) for e, _ in parts])
         mask = torch.cat([F.pad(m, (0, longest - m.shape[1])) for _, m in parts])
-        return embeddings, mask
+        restore = torch.empty(len(order), dtype=torch.long, device=embeddings.device)
+        restore[torch.tensor(order, device=embeddings.device)] = torch.arange(
+            len(order), device=embeddings.device
+        )
+        return embeddings[restore], mask[restore]
 
     def on_train_epoch_end(self) -> None:
         self.log("train/loss_epoch", self.train_loss.compute())
