@@ -76,16 +76,28 @@ def test_parts_give_the_whole_batch_loss_and_gradients(
     assert any(g.abs().sum() > 0 for g in cached.values())
 
 
-def test_length_buckets_keep_each_document_in_its_place_and_pad_less(module: RetrievalModule):
+def test_length_buckets_keep_each_document_in_its_place_and_pad_less(
+    module: RetrievalModule, monkeypatch: pytest.MonkeyPatch
+):
     _split(module, None, None)
     with torch.no_grad():
         whole, whole_mask = module._embed(DOCUMENTS, query_mode=False)
+        widths: list[int] = []
+        embed = module.net.embed
+
+        def spy(texts: list[str], query_mode: bool) -> tuple[torch.Tensor, torch.Tensor]:
+            embeddings, mask = embed(texts, query_mode)
+            widths.extend([embeddings.shape[1]] * len(texts))
+            return embeddings, mask
+
+        monkeypatch.setattr(module.net, "embed", spy)
         _split(module, None, 2)
         bucketed, bucketed_mask = module._embed(DOCUMENTS, query_mode=False)
-        shortest_chunk = module.net.embed([DOCUMENTS[i] for i in (0, 3)], query_mode=False)[0]
     assert torch.equal(whole_mask, bucketed_mask[:, : whole_mask.shape[1]])
     assert torch.allclose(whole[whole_mask], bucketed[bucketed_mask], atol=1e-5)
-    assert shortest_chunk.shape[1] < whole.shape[1]  # a chunk of short texts pads to its own
+    # Four chunks, longest first, each padded to its own longest: fewer padded positions.
+    assert len(widths) == len(DOCUMENTS) and widths == sorted(widths, reverse=True)
+    assert sum(widths) < len(DOCUMENTS) * whole.shape[1]
 
 
 def test_length_order_is_longest_first(module: RetrievalModule):

@@ -91,7 +91,8 @@ class RetrievalModule(Task):
         size = min((s for s in (cached, bucket) if s is not None), default=None)
         if size is None or len(texts) <= size:
             return self.net.embed(texts, query_mode=query_mode)
-        order = self.net.length_order(texts, query_mode)
+        # Queries are all padded to max_length_query: sorting them would save nothing.
+        order = list(range(len(texts))) if query_mode else self.net.length_order(texts, False)
         parts = []
         for start in range(0, len(order), size):
             chunk = [texts[i] for i in order[start : start + size]]
@@ -102,10 +103,7 @@ class RetrievalModule(Task):
         longest = max(embeddings.shape[1] for embeddings, _ in parts)
         embeddings = torch.cat([F.pad(e, (0, 0, 0, longest - e.shape[1])) for e, _ in parts])
         mask = torch.cat([F.pad(m, (0, longest - m.shape[1])) for _, m in parts])
-        restore = torch.empty(len(order), dtype=torch.long, device=embeddings.device)
-        restore[torch.tensor(order, device=embeddings.device)] = torch.arange(
-            len(order), device=embeddings.device
-        )
+        restore = torch.tensor(order, device=embeddings.device).argsort()
         return embeddings[restore], mask[restore]
 
     def on_train_epoch_end(self) -> None:
