@@ -1,4 +1,5 @@
-"""How fast the CLI answers when no run starts: `--help`, `--cfg job` and a config error.
+"""How fast the CLI answers when no run starts: `--help` (of the command and of a node),
+`--cfg job` and a config error.
 
 Each command runs as a fresh process, as a user types it; the CLI must answer in under 1 s
 because torch and Lightning are only imported once a run really starts.
@@ -19,6 +20,7 @@ from pathlib import Path
 
 COMMANDS = {
     "--help": ["--help"],
+    "--help model.net": ["--help", "model.net"],
     "--cfg job": ["--cfg", "job"],
     "config error (model=cnnn)": ["model=cnnn"],
     "config error (optimizer.lr=-1)": ["optimizer.lr=-1"],

@@ -2,7 +2,7 @@
 
 One run, the same backbone (the packaged all-MiniLM-L6-v2, offline) and the same inputs for both:
 - encoding: real documents (stdlib function sources, as the stdlib_codesearch task builds them),
-  `ColBERT.encode(query_mode=False)` vs `pylate.models.ColBERT.encode(is_query=False)` at the
+  `ColBERT.encode(is_query=False)` vs `pylate.models.ColBERT.encode(is_query=False)` at the
   same embedding size, document length and batch size. Both projections start random (PyLate
   initialises its own from the MiniLM folder too): speed is compared, not outputs.
 - MaxSim: `research.retrieval.maxsim.maxsim_matrix` vs `pylate.scores.colbert_scores` on the
@@ -128,7 +128,7 @@ def encoding(args: argparse.Namespace, backbone: str) -> list[Row]:
         device="cpu",
     )
     runs = {
-        "ours": partial(ours.encode, documents, query_mode=False, batch_size=args.batch_size),
+        "ours": partial(ours.encode, documents, is_query=False, batch_size=args.batch_size),
         "pylate": partial(
             theirs.encode,
             documents,
@@ -138,7 +138,7 @@ def encoding(args: argparse.Namespace, backbone: str) -> list[Row]:
         ),
     }
     ours_tokens, theirs_tokens = (sum(map(len, run())) for run in runs.values())  # + warm-up
-    lengths = ours.tokenize(documents, query_mode=False)["attention_mask"].sum(1).float()
+    lengths = ours.tokenize(documents, is_query=False)["attention_mask"].sum(1).float()
     print(
         f"encoding: {len(documents)} stdlib functions, {lengths.mean():.0f} tokens on average "
         f"(at most {args.document_length}), batch {args.batch_size}; tokens kept after the "

@@ -52,9 +52,9 @@ def real_embeddings(n: int, queries: int) -> tuple[list[Tensor], list[Tensor]]:
     chosen = functions[::step][:n]
     torch.manual_seed(0)  # the untrained projection and marker embeddings: the same corpus
     model = ColBERT(max_length_document=128)
-    documents = model.encode([f.document for f in chosen], query_mode=False, batch_size=32)
+    documents = model.encode([f.document for f in chosen], is_query=False, batch_size=32)
     asked = [f.query for f in chosen[:: max(1, len(chosen) // queries)][:queries]]
-    return documents, model.encode(asked, query_mode=True)
+    return documents, model.encode(asked, is_query=True)
 
 
 def synthetic(real: list[Tensor], n: int, generator: torch.Generator) -> list[Tensor]:

@@ -52,8 +52,8 @@ def stepper(bucket: int | None, dropout: float, batches: list[dict]) -> Callable
 
     def run() -> None:
         for batch in batches:
-            queries, query_mask = module._embed(batch["queries"], query_mode=True)
-            documents, document_mask = module._embed(batch["documents"], query_mode=False)
+            queries, query_mask = module._embed(batch["queries"], is_query=True)
+            documents, document_mask = module._embed(batch["documents"], is_query=False)
             module.loss(queries, query_mask, documents, document_mask).backward()
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)

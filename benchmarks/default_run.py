@@ -25,7 +25,7 @@ def run(seed: int) -> tuple[float, float]:
         subprocess.run(
             [str(Path(sys.executable).parent / "research-train"), f"seed={seed}"],
             cwd=cwd,
-            env={**os.environ, "WANDB_SILENT": "true"},
+            env={**os.environ, "WANDB_SILENT": "true", "RESEARCH_ROOT": cwd},
             capture_output=True,
             check=True,
         )

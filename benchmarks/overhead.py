@@ -67,7 +67,7 @@ def plain_loop(epochs: int, batch_size: int) -> float:
 def framework(epochs: int, batch_size: int) -> float:
     """Steps/s of `research-train` over epochs 2..N, from its own history.jsonl timestamps."""
     with tempfile.TemporaryDirectory() as tmp:
-        env = {**os.environ, "WANDB_SILENT": "true"}
+        env = {**os.environ, "WANDB_SILENT": "true", "RESEARCH_ROOT": tmp}
         cmd = [
             str(Path(sys.executable).parent / "research-train"),
             f"trainer.max_epochs={epochs}",

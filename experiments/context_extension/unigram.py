@@ -16,7 +16,7 @@ from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
-from research.config.compose import config_dir
+from research.config.paths import config_dir
 from research.config.resolvers import register_resolvers
 
 

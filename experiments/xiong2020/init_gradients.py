@@ -30,10 +30,10 @@ import numpy as np
 import torch
 from matplotlib.figure import Figure
 
-from research.build import build_task
+from research.callbacks.grad_norms import layer_grad_norms
 from research.config.compose import check_command_line
 from research.config.resolvers import register_resolvers
-from research.monitoring.grad_norms import layer_grad_norms
+from research.run.build import build_task
 
 PARAMS = ("linear2.weight", "attention.out.weight")
 NORMS = ("post", "pre")

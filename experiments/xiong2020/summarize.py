@@ -15,10 +15,10 @@ import math
 from collections import Counter
 from pathlib import Path
 
-from research.build import build_task
 from research.config.compose import check_command_line
 from research.config.resolvers import register_resolvers
 from research.reports.runs import load_runs
+from research.run.build import build_task
 
 
 def baselines(overrides: list[str]) -> dict[str, float]:

@@ -133,7 +133,7 @@ def test_a_killed_job_resumes_from_its_own_last_checkpoint(ablation):
     proc = subprocess.Popen(
         [str(BIN / "research-ablate"), "killed"],
         cwd=root,
-        env={**cli_env(), **env},
+        env={**cli_env(root), **env},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )

@@ -48,7 +48,7 @@ def test_config_error_is_one_line_and_exit_2(workdir: Path, args: list[str], exp
 
 PROBE = """
 import sys
-from research.cli import run, train_task
+from research.cli.app import run, train_task
 try:
     code = run("research-train", "train", train_task, {args!r})
 except SystemExit as exit:  # Hydra's --help exits by itself
@@ -59,13 +59,20 @@ print("HEAVY=" + ",".join(heavy), "CODE=" + str(code))
 
 
 @pytest.mark.parametrize(
-    "args", [["--help"], ["--cfg", "job"], ["model=cnnn"], ["trainer=cpu", "trainer.devices=99"]]
+    "args",
+    [
+        ["--help"],
+        ["--help", "model.net"],
+        ["--cfg", "job"],
+        ["model=cnnn"],
+        ["trainer=cpu", "trainer.devices=99"],
+    ],
 )
 def test_cli_answers_without_importing_torch(workdir: Path, args: list[str]):
     done = subprocess.run(
         [sys.executable, "-c", PROBE.format(args=args)],
         cwd=workdir,
-        env=cli_env(),
+        env=cli_env(workdir),
         capture_output=True,
         text=True,
         timeout=60,
@@ -74,8 +81,76 @@ def test_cli_answers_without_importing_torch(workdir: Path, args: list[str]):
     assert ("CODE=0" if args[0].startswith("--") else "CODE=2") in done.stdout
 
 
-def test_cfg_job_prints_the_composed_config(workdir: Path):
+def test_cfg_job_prints_every_value_the_yaml_leaves_to_the_declarations(workdir: Path):
     done = run_cli("research-train", "optimizer=sgd", "--cfg", "job", cwd=workdir, timeout=60)
     assert done.returncode == 0
     assert "_target_: torch.optim.SGD" in done.stdout
     assert "_target_: research.models.cnn.CNN" in done.stdout
+    # conf/optimizer/sgd.yaml does not spell these out; the declaration does.
+    assert "  nesterov: false\n" in done.stdout and "  dampening: 0.0\n" in done.stdout
+
+
+def test_a_value_no_yaml_spells_out_is_a_plain_override(workdir: Path):
+    done = run_cli(
+        "research-train",
+        "optimizer.weight_decay=0.1",
+        "--cfg",
+        "job",
+        "--package",
+        "optimizer",
+        cwd=workdir,
+    )
+    assert done.returncode == 0 and "weight_decay: 0.1" in done.stdout
+
+
+def test_help_on_a_node_lists_its_declared_fields(workdir: Path):
+    done = run_cli(
+        "research-train",
+        "model=transformer_cls",
+        "data=synthetic_recall",
+        "--help",
+        "model.net",
+        cwd=workdir,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("model.net: research.models.transformer.SequenceClassifier")
+    (norm,) = [ln.split() for ln in lines if ln.split()[:1] == ["norm"]]
+    assert norm[:7] == ["norm", "str", "pre", "one", "of", "post,", "pre"]
+    assert len(" ".join(norm[8:])) > 10  # its one-line doc
+    (d_model,) = [ln.split() for ln in lines if ln.split()[:1] == ["d_model"]]
+    assert d_model[:4] == ["d_model", "int", "128", ">="] and d_model[5] == "64"  # value here
+
+    leaf = run_cli("research-train", "--help", "optimizer.lr", cwd=workdir)
+    assert leaf.returncode == 0 and leaf.stdout.splitlines()[-1].split()[:3] == [
+        "lr",
+        "float",
+        "0.001",
+    ]
+    usage = run_cli("research-train", "--help", cwd=workdir)
+    assert "--help NODE" in usage.stdout and "model  " not in usage.stdout[:40]
+
+
+def test_help_on_an_unknown_node_names_what_exists(workdir: Path):
+    done = run_cli("research-train", "--help", "optimizer.lrr", cwd=workdir)
+    assert done.returncode == 2
+    assert done.stderr.strip() == (
+        "research-train: error: --help optimizer.lrr: no such node; optimizer has: "
+        "_partial_, _target_, amsgrad, betas, eps, foreach, fused, lr, maximize, weight_decay"
+    )
+
+
+def test_a_target_without_a_declaration_is_a_one_line_warning(workdir: Path):
+    done = run_cli(
+        "research-train",
+        "+callbacks.extra._target_=collections.OrderedDict",
+        "--cfg",
+        "job",
+        cwd=workdir,
+    )
+    assert done.returncode == 0
+    assert done.stderr.strip() == (
+        "research-train: warning: callbacks.extra._target_=collections.OrderedDict has no "
+        "declaration, so its values are not checked before the run; declare its parameters in "
+        "the configs.py of its package"
+    )

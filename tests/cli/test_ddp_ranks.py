@@ -42,7 +42,7 @@ def _check_ddp_jobs(root: Path, jobs: int) -> list[dict]:
 
 @pytest.mark.slow
 def test_ddp_inside_a_list_sweep_runs_each_job_once(workdir: Path):
-    done = run_cli("research-train", "-m", "seed=0,1", *DDP, cwd=workdir)
+    done = run_cli("research-train", "-m", "seed=0,1", *DDP, cwd=workdir, subprocess=True)
     assert done.returncode == 0, done.stderr[-2000:]
     found = _check_ddp_jobs(workdir, jobs=2)
     assert sorted(m["seed"] for m in found) == [0, 1]
@@ -51,7 +51,7 @@ def test_ddp_inside_a_list_sweep_runs_each_job_once(workdir: Path):
 @pytest.mark.slow
 def test_ddp_inside_an_optuna_search_reports_every_trial(workdir: Path):
     args = ["-m", "hparams_search=optuna", "hydra.sweeper.n_trials=2", *DDP]
-    done = run_cli("research-train", *args, cwd=workdir)
+    done = run_cli("research-train", *args, cwd=workdir, subprocess=True)
     assert done.returncode == 0, done.stderr[-2000:]
     found = _check_ddp_jobs(workdir, jobs=2)
     (db,) = (workdir / "logs" / "optuna").glob("*.db")
@@ -62,7 +62,15 @@ def test_ddp_inside_an_optuna_search_reports_every_trial(workdir: Path):
 
 @pytest.mark.slow
 def test_ddp_under_submitit_local(workdir: Path):
-    done = run_cli("research-train", "-m", "launcher=submitit_local", "seed=0", *DDP, cwd=workdir)
+    done = run_cli(
+        "research-train",
+        "-m",
+        "launcher=submitit_local",
+        "seed=0",
+        *DDP,
+        cwd=workdir,
+        subprocess=True,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     _check_ddp_jobs(workdir, jobs=1)
 
@@ -79,7 +87,7 @@ def test_ranks_die_with_a_killed_job(workdir: Path):
     proc = subprocess.Popen(
         [str(BIN / "research-train"), *DDP, "trainer.max_epochs=1000"],
         cwd=workdir,
-        env=cli_env(),
+        env=cli_env(workdir),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )

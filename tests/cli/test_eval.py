@@ -31,6 +31,25 @@ def test_eval_reproduces_the_test_metrics_of_the_best_checkpoint(finished_run: P
     assert m["final"]["test/loss"] == pytest.approx(trained["test/loss"], abs=1e-5)
 
 
+def test_train_false_tests_the_checkpoint_ckpt_path_names(finished_run: Path, workdir: Path):
+    """What the refusal of trainer.max_epochs=0 advises: `train=false ckpt_path=<file>` only
+    tests, with the weights of that file."""
+    best = finished_run / "checkpoints" / "best.ckpt"
+    done = run_cli(
+        "research-train",
+        *FAST,
+        "logger=none",
+        "model.net.channels=[16,32]",
+        "train=false",
+        f"ckpt_path={best}",
+        cwd=workdir,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    (tested,) = run_dirs(workdir)
+    trained = metrics(finished_run)["best"]
+    assert metrics(tested)["final"]["test/acc"] == pytest.approx(trained["test/acc"], abs=1e-6)
+
+
 def test_eval_of_a_corrupt_checkpoint_fails_in_one_line(finished_run: Path, workdir: Path):
     copy = workdir / "copy"
     shutil.copytree(finished_run, copy)

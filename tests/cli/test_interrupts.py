@@ -94,6 +94,7 @@ def test_a_sigterm_stops_a_multirun_and_records_the_jobs_that_never_started(work
 QUICK = [*LONG, "trainer.max_epochs=1", "logger=none"]
 
 
+@pytest.mark.slow
 def test_a_closed_stdout_pipe_does_not_stop_the_run(workdir: Path):
     import subprocess
 
@@ -101,13 +102,14 @@ def test_a_closed_stdout_pipe_does_not_stop_the_run(workdir: Path):
 
     command = f"set -o pipefail; {BIN / 'research-train'} {' '.join(QUICK)} | head -5"
     done = subprocess.run(
-        ["bash", "-c", command], cwd=workdir, env=cli_env(), capture_output=True, text=True
+        ["bash", "-c", command], cwd=workdir, env=cli_env(workdir), capture_output=True, text=True
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert len(done.stdout.splitlines()) == 5
     assert metrics(run_dirs(workdir)[0])["status"] == "completed"
 
 
+@pytest.mark.slow
 def test_a_stdout_on_a_full_device_does_not_stop_the_run(workdir: Path):
     import subprocess
 
@@ -117,7 +119,7 @@ def test_a_stdout_on_a_full_device_does_not_stop_the_run(workdir: Path):
         done = subprocess.run(
             [str(BIN / "research-train"), *QUICK],
             cwd=workdir,
-            env=cli_env(),
+            env=cli_env(workdir),
             stdout=full,
             stderr=subprocess.PIPE,
             text=True,

@@ -98,7 +98,7 @@ def test_a_whole_sweep_syncs_in_one_wandb_command(mixed_sweep):
         capture_output=True,
         text=True,
         timeout=120,
-        env=cli_env(),
+        env=cli_env(root),
     )
     assert done.returncode == 0, done.stderr
     assert f"Would sync {len(jobs)} run(s)" in done.stdout + done.stderr

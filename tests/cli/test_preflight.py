@@ -9,7 +9,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from research.config.compose import compose_all
-from research.config.preflight import AVAILABLE
+from research.run.preflight import AVAILABLE
 from tests.helpers.cli import run_cli
 from tests.helpers.read_only import read_only
 

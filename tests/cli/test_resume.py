@@ -26,7 +26,7 @@ def _kill_during_third_epoch(workdir: Path) -> Path:
     proc = subprocess.Popen(
         [str(BIN / "research-train"), *ARGS],
         cwd=workdir,
-        env=cli_env(),
+        env=cli_env(workdir),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -51,9 +51,10 @@ def test_resume_after_sigkill_matches_uninterrupted_run(workdir: Path):
     assert not (killed / "metrics.json").exists()
     assert len((killed / "history.jsonl").read_text().splitlines()) < 4
 
-    resumed = run_cli("research-train", *ARGS, "ckpt_path=last", cwd=workdir)
+    # Each in a fresh process, as after a real kill: equality to the last bit is the claim.
+    resumed = run_cli("research-train", *ARGS, "ckpt_path=last", cwd=workdir, subprocess=True)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
-    straight = run_cli("research-train", *ARGS, cwd=workdir)
+    straight = run_cli("research-train", *ARGS, cwd=workdir, subprocess=True)
     assert straight.returncode == 0, straight.stderr[-2000:]
 
     resumed_dir, straight_dir = run_dirs(workdir)

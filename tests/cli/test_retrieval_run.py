@@ -86,7 +86,7 @@ def test_research_eval_with_the_plaid_index_on_a_tiny_corpus(trained: Path, work
 
 
 def test_research_index_builds_a_saved_index_over_a_beir_corpus(trained: Path, tmp_path, capsys):
-    from research.index import main
+    from research.cli.index import main
     from research.retrieval import load_searcher
 
     corpus = write_beir(tmp_path / "beir")

@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from tests.helpers.cli import BIN, FAST, cli_env, metrics, run_cli, run_dirs
+from tests.helpers.filesystems import tiny_tmpfs
 from tests.helpers.signals import history_rows
 
 QUIET = [*FAST, "logger=none"]
@@ -38,7 +39,7 @@ def _start(workdir: Path, args: list[str]) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [str(BIN / "research-train"), *args],
         cwd=workdir,
-        env=cli_env(),
+        env=cli_env(workdir),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
@@ -52,6 +53,7 @@ def _wait_for_rows(workdir: Path, rows: int, proc: subprocess.Popen[str]) -> Non
         time.sleep(0.05)
 
 
+@pytest.mark.slow
 def test_a_second_resume_of_a_live_run_is_refused_and_a_killed_one_does_not_block(workdir: Path):
     first = _start(workdir, LONG)
     _wait_for_rows(workdir, 2, first)
@@ -76,15 +78,8 @@ def test_a_second_resume_of_a_live_run_is_refused_and_a_killed_one_does_not_bloc
 @pytest.fixture
 def small_disk(tmp_path: Path):
     """A 16 MiB tmpfs: a real filesystem that really fills up (needs root)."""
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root")
-    mount = tmp_path / "disk"
-    mount.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", mount], check=True)
-    try:
+    with tiny_tmpfs(tmp_path / "disk", "16m") as mount:
         yield mount
-    finally:
-        subprocess.run(["umount", "-l", mount], check=True)
 
 
 def _fill(disk: Path, leave: int) -> Path:

@@ -97,6 +97,7 @@ def test_fast_dev_run_in_a_search_is_an_objective_not_a_traceback(workdir: Path)
     assert trial.state.name == "COMPLETE" and 0 <= trial.value <= 1
 
 
+@pytest.mark.slow
 def test_submitit_local_runs_jobs_as_separate_processes(workdir: Path):
     done = run_cli(
         "research-train", "-m", "launcher=submitit_local", "seed=0,1", *TINY, cwd=workdir

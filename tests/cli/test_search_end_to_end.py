@@ -9,8 +9,9 @@ import signal
 from pathlib import Path
 
 import optuna
+import pytest
 
-from hydra_plugins.research_sweeper.study import INTERRUPTED_ATTR
+from hydra_plugins.research_sweeper._study import INTERRUPTED_ATTR
 from tests.helpers import search
 from tests.helpers.cli import FAST, run_cli
 from tests.helpers.signals import signal_when
@@ -23,6 +24,7 @@ def _summary(sweep: Path) -> dict:
     return json.loads((sweep / "sweep_summary.json").read_text())
 
 
+@pytest.mark.slow
 def test_ctrl_c_in_a_trial_fails_it_and_the_rerun_completes_the_study_with_new_draws(
     workdir: Path,
 ):

@@ -20,7 +20,7 @@ from research.tracking.wandb_reader import read_offline_run
 from tests.helpers.cli import BIN, cli_env, metrics, run_cli
 
 # Jobs queue behind each other on a 2-core node; a loaded machine needs more than the default.
-pytestmark = [pytest.mark.slurm, pytest.mark.timeout(1800)]
+pytestmark = [pytest.mark.slurm, pytest.mark.slow, pytest.mark.timeout(1800)]
 
 # One CPU per job so two jobs run side by side on a 2-core node.
 SLURM = [
@@ -120,7 +120,7 @@ def _start(root: Path, *args: str) -> subprocess.Popen:
     return subprocess.Popen(
         [str(BIN / "research-train"), *args],
         cwd=root,
-        env=cli_env(),
+        env=cli_env(root),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -180,7 +180,7 @@ def test_array_preemption_and_time_limit_resume_like_an_uninterrupted_run(workdi
     )
     listed = subprocess.run(
         [str(BIN / "wandb"), "sync", "--dry-run", *map(str, folders)],
-        env=cli_env(),
+        env=cli_env(workdir),
         capture_output=True,
         text=True,
         timeout=120,
@@ -230,10 +230,14 @@ def test_ddp_over_two_slurm_tasks_equals_ddp_sim(workdir: Path):
         "trainer.devices=2",
         "trainer.sync_batchnorm=false",  # SyncBatchNorm needs GPUs
     ]
-    on_slurm = run_cli("research-train", "-m", *ddp, *args, cwd=workdir, timeout=600)
+    on_slurm = run_cli(
+        "research-train", "-m", *ddp, *args, cwd=workdir, subprocess=True, timeout=600
+    )
     assert on_slurm.returncode == 0, on_slurm.stdout[-3000:] + on_slurm.stderr[-3000:]
     job = _job_dir(_sweep(workdir), 0)
-    local = run_cli("research-train", "trainer=ddp_sim", *args, cwd=workdir, timeout=600)
+    local = run_cli(
+        "research-train", "trainer=ddp_sim", *args, cwd=workdir, subprocess=True, timeout=600
+    )
     assert local.returncode == 0, local.stderr[-3000:]
     (local_run,) = (workdir / "logs" / "train" / "runs").glob("*")
     slurm_m, local_m = metrics(job), metrics(local_run)
@@ -257,12 +261,16 @@ def test_ablation_on_slurm_then_skips_what_is_done(workdir: Path):
     shutil.copytree(Path(__file__).parents[2] / "conf", conf)
     (conf / "ablation" / "tiny.yaml").write_text(ABLATION)
     env = {"RESEARCH_CONFIG_DIR": str(conf)}
-    first = run_cli("research-ablate", "tiny", *SLURM, cwd=workdir, env=env, timeout=600)
+    first = run_cli(
+        "research-ablate", "tiny", *SLURM, cwd=workdir, subprocess=True, env=env, timeout=600
+    )
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
     assert "2 of 2 jobs to run" in first.stdout
     found = sorted((workdir / "logs" / "ablations" / "tiny").rglob("metrics.json"))
     assert [json.loads(p.read_text())["status"] for p in found] == ["completed"] * 2
     assert list((workdir / "logs" / "ablations" / "tiny").rglob(".submitit/*_1"))
-    again = run_cli("research-ablate", "tiny", *SLURM, cwd=workdir, env=env, timeout=120)
+    again = run_cli(
+        "research-ablate", "tiny", *SLURM, cwd=workdir, subprocess=True, env=env, timeout=120
+    )
     assert again.returncode == 0, again.stderr[-3000:]
     assert "0 of 2 jobs to run" in again.stdout

@@ -80,7 +80,7 @@ def test_offline_wandb_run_holds_config_history_and_summary(finished: Path):
 def test_two_runs_started_together_get_distinct_dirs(workdir: Path):
     args = [str(BIN / "research-train"), "debug=fdr", "logger=none"]
     procs = [
-        subprocess.Popen(args, cwd=workdir, env=cli_env(), stdout=subprocess.DEVNULL)
+        subprocess.Popen(args, cwd=workdir, env=cli_env(workdir), stdout=subprocess.DEVNULL)
         for _ in range(2)
     ]
     assert [p.wait(timeout=300) for p in procs] == [0, 0]
@@ -109,3 +109,31 @@ def test_csv_logger_writes_metrics_into_the_run_dir(workdir: Path):
     header = csv_file.read_text().splitlines()[0].split(",")
     assert {"val/acc", "train/loss_epoch", "epoch", "step"} <= set(header)
     assert not (run / "wandb").exists()
+
+
+def test_the_console_shows_the_run_and_ends_with_one_summary_line(workdir: Path):
+    """A fresh process with Python's warnings on, as a user runs it: no W&B banners, no
+    Lightning tips or deprecation notices from inside Lightning, and a last line that says how
+    the run went and where everything is."""
+    done = run_cli(
+        "research-train",
+        "debug=limit",
+        "trainer.enable_progress_bar=false",
+        cwd=workdir,
+        env={"PYTHONWARNINGS": "default", "WANDB_SILENT": None},
+        subprocess=True,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    console = done.stdout + done.stderr
+    for noise in ("wandb:", "Tip:", "TPU available", "is deprecated", "stepping batches"):
+        assert noise not in console, noise
+    (run,) = run_dirs(workdir)
+    last = done.stdout.strip().splitlines()[-1]
+    assert last.startswith("research-train: completed in ")
+    assert (
+        "val/acc (max) best " in last
+        and f"test/acc {metrics(run)['final']['test/acc']:.4g}" in last
+    )
+    assert f"run dir {run} (metrics.json, history.jsonl, checkpoints/)" in last
+    (offline,) = (run / "wandb").glob("offline-run-*")
+    assert last.endswith(f"upload with: wandb sync {offline}")

@@ -1,9 +1,10 @@
 """One declaration per parameter: the declaration the CLI checks before torch loads is the one
 every constructor takes, and every target any shipped config names has one.
 
-Walks every option of every config group (each experiment, a model/data pairing for every model
-and data option, and each option of the other groups on the default config), so a new YAML file,
-group or component without a declaration fails here rather than going unchecked.
+Nothing here lists components: the targets are read from the YAML files, and which data each
+model can be composed with is worked out from what the model's YAML reads (`${data.<key>}`) and
+what each data option provides (its YAML and its declaration). So a new model, dataset or loss is
+checked as soon as its module, declaration and YAML exist, or the failure names the file to fix.
 """
 
 from __future__ import annotations
@@ -11,56 +12,76 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import inspect
+import re
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
 
-from research.config.compose import config_dir, group_options
-from research.config.schema import SCHEMAS, plain, walk_targets
-from research.config.validate import resolve
+from research.config.compose import group_options
+from research.config.errors import ConfigError
+from research.config.paths import config_dir
+from research.config.registry import declaration
+from research.config.schema import plain, walk_targets
+from research.config.validate import resolve, validate
 
-# Which data each model option is composed with (a model reads its sizes from the data).
-MODEL_DATA = {
-    "cnn": ["digits", "mnist", "fashion_mnist", "cifar10"],
-    "transformer_cls": ["synthetic_recall", "synthetic_listops", "stdlib_modules", "hf_text"],
-    "transformer_mlm": ["stdlib_text"],
-    "transformer_lm": ["stdlib_code", "hf_lm"],
-    "colbert": ["beir", "stdlib_codesearch"],
-}
-# Overrides that a data option needs to resolve (a BEIR folder is the user's to name).
-DATA_EXTRA = {"beir": ["data.path=/nowhere", "data.name=null"]}
-# Groups whose options only change Hydra's own node (sweeper, launcher) or hold ablation files.
+# Groups whose options only change Hydra's own node (sweeper, launcher) or hold ablation files;
+# model and data options are composed in pairs.
 NOT_ON_THE_RUN = {"hydra", "paths", "ablation", "experiment", "model", "data"}
+_READS_DATA = re.compile(r"\$\{data\.(\w+)")
 
 
-def _command_lines() -> list[list[str]]:
-    lines = [[]]
-    lines += [[f"experiment={name}"] for name in group_options("experiment")]
-    for model, datas in MODEL_DATA.items():
-        lines += [[f"model={model}", f"data={data}", *DATA_EXTRA.get(data, [])] for data in datas]
-    for folder in sorted(p for p in config_dir().iterdir() if p.is_dir()):
-        if folder.name not in NOT_ON_THE_RUN:
-            lines += [[f"{folder.name}={option}"] for option in group_options(folder.name)]
-    return lines
-
-
-def _targets() -> dict[str, list[dict[str, Any]]]:
-    """Every `_target_` of every composed config, with the nodes that name it."""
-    found: dict[str, list[dict[str, Any]]] = {}
-    with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
-        for overrides in _command_lines():
-            resolved = resolve(compose(config_name="train", overrides=overrides))
-            for _, node in walk_targets(resolved):
-                found.setdefault(str(node["_target_"]), []).append(node)
+def _yaml_targets() -> set[str]:
+    """Every `_target_` the run configs name (Hydra's own nodes aside)."""
+    found: set[str] = set()
+    for path in config_dir().rglob("*.yaml"):
+        if path.relative_to(config_dir()).parts[0] == "hydra":
+            continue
+        body = OmegaConf.to_container(OmegaConf.load(path), resolve=False)
+        if isinstance(body, dict):
+            body.pop("hydra", None)
+            found |= {str(node["_target_"]) for _, node in walk_targets(body)}
     return found
 
 
-TARGETS = _targets()
-OURS = sorted(t for t in TARGETS if t.startswith("research."))
-THEIRS = sorted(t for t in TARGETS if not t.startswith("research."))
+def _text_with_extended(path: Path) -> str:
+    """A group file's text and that of the files its defaults list pulls in."""
+    text = path.read_text()
+    for entry in OmegaConf.load(path).get("defaults") or []:
+        if isinstance(entry, str) and entry != "_self_":
+            included = path.parent / f"{entry.partition('@')[0]}.yaml"
+            text += _text_with_extended(included) if included.is_file() else ""
+    return text
+
+
+def model_reads(model: str) -> set[str]:
+    """The data keys a model option interpolates (`${data.num_classes}`, ...)."""
+    return set(_READS_DATA.findall(_text_with_extended(config_dir() / "model" / f"{model}.yaml")))
+
+
+def data_provides(data: str) -> set[str]:
+    """The keys a data option has: its YAML's and its declaration's."""
+    body = OmegaConf.to_container(OmegaConf.load(config_dir() / "data" / f"{data}.yaml"))
+    schema = declaration(str(body.get("_target_")))
+    return set(body) | ({f.name for f in dataclasses.fields(schema)} if schema else set())
+
+
+def model_data_pairs() -> dict[str, list[str]]:
+    """model option -> the data options that provide every key it reads."""
+    datas = group_options("data")
+    return {
+        model: [d for d in datas if model_reads(model) <= data_provides(d)]
+        for model in group_options("model")
+    }
+
+
+TARGETS = sorted(_yaml_targets())
+OURS = [t for t in TARGETS if t.startswith(("research.", "hydra_plugins."))]
+THEIRS = [t for t in TARGETS if t not in OURS]
 
 
 def _import(target: str) -> Any:
@@ -68,30 +89,70 @@ def _import(target: str) -> Any:
     return getattr(importlib.import_module(module), name)
 
 
-def test_every_group_option_was_composed():
-    models_and_data = set(MODEL_DATA) | {d for ds in MODEL_DATA.values() for d in ds}
-    assert set(group_options("model")) | set(group_options("data")) == models_and_data
-    assert len(TARGETS) >= 30
+def test_every_model_and_data_option_pairs_with_another():
+    pairs = model_data_pairs()
+    for model, datas in pairs.items():
+        assert datas, (
+            f"conf/model/{model}.yaml reads data.{{{', '.join(sorted(model_reads(model)))}}} but "
+            "no conf/data/*.yaml provides all of them; add the missing keys to a data option's "
+            "declaration (or its YAML)"
+        )
+    for data in group_options("data"):
+        assert any(data in datas for datas in pairs.values()), (
+            f"conf/data/{data}.yaml provides no model option with what it reads; declare the "
+            "keys a model interpolates (e.g. num_classes) in its data declaration"
+        )
 
 
-@pytest.mark.parametrize("target", sorted(TARGETS))
+def _command_lines() -> list[list[str]]:
+    """The default config, every model and data option (each with a partner it fits), and every
+    option of the other run groups on the default config (test_run_ids composes every
+    experiment)."""
+    pairs = model_data_pairs()
+    lines: list[list[str]] = [[]]
+    lines += [[f"model={m}", f"data={datas[0]}"] for m, datas in pairs.items()]
+    for data in group_options("data"):
+        model = next(m for m, datas in pairs.items() if data in datas)
+        lines.append([f"model={model}", f"data={data}"])
+    for folder in sorted(p for p in config_dir().iterdir() if p.is_dir()):
+        if folder.name not in NOT_ON_THE_RUN:
+            lines += [[f"{folder.name}={option}"] for option in group_options(folder.name)]
+    return lines
+
+
+def test_every_option_composes_and_validates_or_names_what_it_needs():
+    """A data option that needs the user's input (BEIR's folder) fails in one line saying so."""
+    with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
+        for overrides in _command_lines():
+            cfg = compose(config_name="train", overrides=overrides)
+            try:
+                validate(cfg)
+            except ConfigError as err:
+                assert "\n" not in str(err) and str(err).startswith("data."), (overrides, err)
+                resolve(cfg)
+
+
+@pytest.mark.parametrize("target", TARGETS)
 def test_every_target_has_a_declaration(target: str):
-    assert target in SCHEMAS, f"{target} is named by a config but declared nowhere"
+    assert declaration(target) is not None, (
+        f"{target} is named by a config but declared nowhere: add a Schema naming it to the "
+        "configs.py of its package"
+    )
 
 
 @pytest.mark.parametrize("target", OURS)
 def test_our_components_take_their_declaration(target: str):
     """The constructor's parameters are the declaration: `config` or its fields as keywords."""
-    declaration = SCHEMAS[target]
+    schema = declaration(target)
     component = _import(target)
     parameters = inspect.signature(component).parameters
     assert "config" in parameters, f"{target} does not take its {declaration.__name__}"
     assert any(p.kind is p.VAR_KEYWORD for p in parameters.values())
-    assert declaration.__name__ in str(parameters["config"].annotation)
+    assert schema.__name__ in str(parameters["config"].annotation)
     own = {
         name for name, p in parameters.items() if p.kind is not p.VAR_KEYWORD and name != "config"
     }
-    fields = {f.name for f in dataclasses.fields(declaration)}
+    fields = {f.name for f in dataclasses.fields(schema)}
     assert not own & fields, f"{target} repeats declared parameters {sorted(own & fields)}"
 
 
@@ -100,7 +161,7 @@ def test_declarations_of_library_targets_match_their_signatures(target: str):
     """For what we configure but do not own, names and defaults agree with the library's."""
     parameters = inspect.signature(_import(target)).parameters
     takes_any = any(p.kind is p.VAR_KEYWORD for p in parameters.values())
-    for field in dataclasses.fields(SCHEMAS[target]):
+    for field in dataclasses.fields(declaration(target)):
         if field.name not in parameters:
             assert takes_any, f"{target} has no parameter {field.name}"
             continue
@@ -123,12 +184,15 @@ def test_a_component_built_from_keywords_holds_the_checked_declaration():
     # Defaults come from the declaration: nothing else holds one.
     assert (
         Contrastive().config.temperature
-        == SCHEMAS["research.losses.contrastive.Contrastive"]().temperature
+        == declaration("research.losses.contrastive.Contrastive")().temperature
     )
 
 
 def test_declarations_load_without_torch():
-    code = "import sys, research.config.schemas; assert 'torch' not in sys.modules, 'torch'"
+    code = (
+        "import sys; from research.config.registry import declaration; "
+        f"[declaration(t) for t in {TARGETS!r}]; assert 'torch' not in sys.modules, 'torch'"
+    )
     subprocess.run([sys.executable, "-c", code], check=True)
 
 

@@ -31,7 +31,8 @@ def test_an_installed_copy_finds_its_configs_without_the_checkout(tmp_path: Path
     assert (target / "research" / "conf" / "train.yaml").is_file()
     assert not (target / "research" / "conf").is_symlink()
     code = (
-        "import research; from research.config.compose import config_dir, check_command_line;"
+        "import research; from research.config.paths import config_dir;"
+        "from research.config.compose import check_command_line;"
         "print(research.__file__); print(config_dir());"
         "check_command_line('train', ['model=transformer_cls', 'data=synthetic_recall'])"
     )

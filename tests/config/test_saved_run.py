@@ -9,9 +9,10 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from research.config.compose import config_dir
 from research.config.errors import ConfigError
-from research.config.saved_run import MOVED_TARGETS, saved_run_config
+from research.config.paths import config_dir
+from research.config.registry import MOVED_TARGETS
+from research.config.saved_run import saved_run_config
 
 
 @pytest.fixture
@@ -46,7 +47,7 @@ def test_overrides_change_the_saved_config(run_dir: Path):
     [
         (["model.net.dropout=2"], "model.net.dropout=2.0 is out of range"),
         (["model.net.bogus=1"], "model.net.bogus is not an option of"),
-        (["model.net.rope_scaling.type=magic"], "rope_scaling.type='magic' is not valid"),
+        (["model.net.rope_scaling.rope_type=magic"], "rope_scaling.rope_type='magic' is not valid"),
         (["model.net.d_model=[1"], "overrides="),
     ],
 )

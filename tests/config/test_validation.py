@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from research.config.compose import check_command_line, config_dir, expand
+from research.config.compose import check_command_line, expand
 from research.config.errors import ConfigError
+from research.config.paths import config_dir
 from research.config.resolvers import run_suffix
 
 REPO = Path(__file__).resolve().parents[2]
@@ -155,7 +156,7 @@ def test_run_suffix_keeps_long_override_sets_apart():
 def test_cli_and_config_checks_do_not_import_torch_or_lightning():
     code = (
         "import sys\n"
-        "import research.cli\n"
+        "import research.cli.train, research.cli.ablate, research.cli.report\n"
         "from research.config.compose import check_command_line\n"
         "check_command_line('train', ['optimizer=sgd', 'seed=0,1'])\n"
         "heavy = {m.split('.')[0] for m in sys.modules} & {'torch', 'lightning', 'torchmetrics'}\n"

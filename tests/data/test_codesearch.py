@@ -25,9 +25,10 @@ from research.data.configs import BEIRDataConfig, StdlibCodeSearchConfig
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> StdlibCodeSearchDataModule:
-    """The full build, once for this file (about 15 s: it parses the whole stdlib)."""
-    module = StdlibCodeSearchDataModule(data_dir=str(tmp_path_factory.mktemp("d")), batch_size=8)
+def built(shared_data_dir: Path) -> StdlibCodeSearchDataModule:
+    """The full build (it parses the whole stdlib), in the session's data folder: built once,
+    for this file and the end-to-end retrieval runs alike."""
+    module = StdlibCodeSearchDataModule(data_dir=str(shared_data_dir), batch_size=8)
     module.setup()
     return module
 
@@ -78,6 +79,7 @@ def test_queries_are_docstring_summaries(built: StdlibCodeSearchDataModule):
     assert "\n" not in "".join(queries.values())
 
 
+@pytest.mark.slow
 def test_build_is_deterministic(built: StdlibCodeSearchDataModule, tmp_path: Path):
     sizes = build_stdlib_codesearch(tmp_path / "again")
     names = ["corpus.jsonl", "queries.jsonl", "qrels/train.tsv", "qrels/val.tsv", "qrels/test.tsv"]

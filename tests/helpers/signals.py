@@ -27,7 +27,7 @@ def signal_when(
     proc = subprocess.Popen(
         [str(BIN / prog), *args],
         cwd=workdir,
-        env=cli_env(),
+        env=cli_env(workdir),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

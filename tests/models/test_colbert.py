@@ -49,7 +49,7 @@ def test_default_backbone_is_the_packaged_minilm_else_the_hub_id(monkeypatch):
 
 
 def test_query_tokens_marker_after_cls_and_mask_padding(model):
-    batch = model.tokenize(["sort a list", "x " * 40], query_mode=True)
+    batch = model.tokenize(["sort a list", "x " * 40], is_query=True)
     ids, attention = batch["input_ids"], batch["attention_mask"]
     assert ids.shape == attention.shape == (2, QUERY_LENGTH)
     short = _tokens(model, ids[0])
@@ -62,20 +62,20 @@ def test_query_tokens_marker_after_cls_and_mask_padding(model):
 
 
 def test_document_tokens_marker_truncation_and_padding_to_longest(model):
-    batch = model.tokenize(["a socket", "word " * 40, "x"], query_mode=False)
+    batch = model.tokenize(["a socket", "word " * 40, "x"], is_query=False)
     ids, attention = batch["input_ids"], batch["attention_mask"]
     assert ids.shape == (3, DOCUMENT_LENGTH)
     assert _tokens(model, ids[0])[:5] == ["[CLS]", "[D]", "a", "socket", "[SEP]"]
     assert ids[0, 5:].eq(model.tokenizer.pad_token_id).all()
     assert attention[0].tolist() == [1] * 5 + [0] * (DOCUMENT_LENGTH - 5)
     assert _tokens(model, ids[1])[-1] == "[SEP]" and attention[1].all()
-    shorter = model.tokenize(["a socket", "x"], query_mode=False)["input_ids"]
+    shorter = model.tokenize(["a socket", "x"], is_query=False)["input_ids"]
     assert shorter.shape == (2, 5)
 
 
 def test_forward_masks_punctuation_and_padding_and_normalises(model):
-    batch = model.tokenize(["a, b. (c)!", "word"], query_mode=False)
-    embeddings, mask = model(**batch, query_mode=False)
+    batch = model.tokenize(["a, b. (c)!", "word"], is_query=False)
+    embeddings, mask = model(**batch, is_query=False)
     assert embeddings.shape == (*batch["input_ids"].shape, 128)
     torch.testing.assert_close(embeddings.norm(dim=-1), torch.ones(mask.shape))
     tokens = _tokens(model, batch["input_ids"][0])
@@ -87,7 +87,7 @@ def test_forward_masks_punctuation_and_padding_and_normalises(model):
 
 
 def test_query_mask_covers_every_position_and_queries_are_unit_norm(model):
-    embeddings, mask = model.embed(["sort a list"], query_mode=True)
+    embeddings, mask = model.embed(["sort a list"], is_query=True)
     assert mask.shape == (1, QUERY_LENGTH) and mask.all()
     torch.testing.assert_close(embeddings.norm(dim=-1), torch.ones(1, QUERY_LENGTH))
 
@@ -95,29 +95,40 @@ def test_query_mask_covers_every_position_and_queries_are_unit_norm(model):
 def test_encode_returns_counted_tokens_per_text_in_input_order(model):
     texts = ["x", SORTING_DOCUMENT, "a, b", SOCKET_DOCUMENT, "lists"]
     model.train()
-    encoded = model.encode(texts, query_mode=False, batch_size=2)
+    encoded = model.encode(texts, is_query=False, batch_size=2)
     assert model.training  # encode switches to eval and back
     for text, embeddings in zip(texts, encoded, strict=True):
-        alone = model.encode([text], query_mode=False)[0]
+        alone = model.encode([text], is_query=False)[0]
         assert embeddings.dtype == torch.float32 and embeddings.device.type == "cpu"
         assert embeddings.shape == alone.shape
         torch.testing.assert_close(embeddings, alone, rtol=0, atol=1e-5)
     counted = [len(e) for e in encoded]
     # [CLS] [D] x [SEP]; "a, b" loses its comma; the others count every token.
     assert counted[0] == 4 and counted[2] == 5
-    queries = model.encode([SORTING_QUERY, "x"], query_mode=True)
+    queries = model.encode([SORTING_QUERY, "x"], is_query=True)
     assert [q.shape for q in queries] == [(QUERY_LENGTH, 128)] * 2
-    assert model.encode([], query_mode=False) == []
+    assert model.encode([], is_query=False) == []
+
+
+def test_is_query_is_pylates_name_and_query_mode_still_works_with_a_warning(model):
+    texts = [SORTING_QUERY, "merge two dicts"]
+    expected = model.encode(texts, is_query=True)
+    with pytest.warns(DeprecationWarning, match="use is_query"):
+        old = model.encode(texts, query_mode=True)
+    assert all(torch.equal(a, b) for a, b in zip(expected, old, strict=True))
+    with pytest.warns(DeprecationWarning):
+        documents = model.encode(texts, query_mode=False)
+    assert [len(d) for d in documents] == [len(d) for d in model.encode(texts, is_query=False)]
 
 
 def test_progress_bar_above_the_threshold_or_when_asked(model, monkeypatch, capsys):
     monkeypatch.setattr(colbert, "PROGRESS_BAR_ABOVE", 1)
-    model.encode(["a", "b"], query_mode=False, batch_size=1)
+    model.encode(["a", "b"], is_query=False, batch_size=1)
     assert "Encoding documents" in capsys.readouterr().out
-    model.encode(["a"], query_mode=True)
-    model.encode(["a", "b"], query_mode=True, show_progress_bar=False)
+    model.encode(["a"], is_query=True)
+    model.encode(["a", "b"], is_query=True, show_progress_bar=False)
     assert "Encoding" not in capsys.readouterr().out
-    model.encode(["a"], query_mode=True, show_progress_bar=True)
+    model.encode(["a"], is_query=True, show_progress_bar=True)
     assert "Encoding queries" in capsys.readouterr().out
 
 
@@ -129,8 +140,8 @@ def test_scores_relevant_pair_above_unrelated_pair(model):
 
 def test_embed_keeps_autograd_and_every_parameter_gets_a_gradient(model):
     """DDP (find_unused_parameters=False) fails on a parameter outside the loss, e.g. a pooler."""
-    queries, query_mask = model.embed([SORTING_QUERY], query_mode=True)
-    documents, _ = model.embed([SORTING_DOCUMENT], query_mode=False)
+    queries, query_mask = model.embed([SORTING_QUERY], is_query=True)
+    documents, _ = model.embed([SORTING_DOCUMENT], is_query=False)
     (queries @ documents.transpose(1, 2)).amax(-1).sum().backward()
     for name, parameter in model.named_parameters():
         assert parameter.grad is not None and parameter.grad.abs().sum() > 0, name
@@ -175,10 +186,10 @@ def test_overrides_change_flags_that_the_weights_do_not_fix(model, saved):
     variant = ColBERT.from_pretrained(
         saved, attend_to_expansion_tokens=True, skiplist_punctuation=False
     )
-    assert variant.tokenize(["sort a list"], query_mode=True)["attention_mask"].all()
-    attending = variant.encode([SORTING_QUERY], query_mode=True)[0]
-    assert not torch.allclose(attending, model.encode([SORTING_QUERY], query_mode=True)[0])
-    assert len(variant.encode(["a, b"], query_mode=False)[0]) == 6  # the comma counts now
+    assert variant.tokenize(["sort a list"], is_query=True)["attention_mask"].all()
+    attending = variant.encode([SORTING_QUERY], is_query=True)[0]
+    assert not torch.allclose(attending, model.encode([SORTING_QUERY], is_query=True)[0])
+    assert len(variant.encode(["a, b"], is_query=False)[0]) == 6  # the comma counts now
 
 
 def test_embedding_size_override_that_contradicts_the_weights_fails(saved):

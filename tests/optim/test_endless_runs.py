@@ -6,10 +6,10 @@ import lightning as L
 import pytest
 import torch
 
-from research.build import build_task
 from research.config.compose import check_command_line
 from research.optim.factory import configure
 from research.optim.schedulers import cosine_with_warmup
+from research.run.build import build_task
 
 
 def test_an_endless_run_trains_until_its_time_limit():

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from research.report import main
+from research.cli.report import main
 from research.tracking.wandb_reader import read_offline_run
 from tests.reports.conftest import write_run
 
@@ -40,7 +40,7 @@ def test_default_out_is_inside_the_source(tmp_path: Path, capsys):
 def test_missing_source_says_what_was_looked_for(tmp_path: Path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("RESEARCH_LOG_DIR", raising=False)
-    monkeypatch.delenv("RESEARCH_ROOT", raising=False)
+    monkeypatch.setenv("RESEARCH_ROOT", str(tmp_path))
     assert main(["nope"]) == 2
     err = _error_line(capsys)
     assert f"no folder {tmp_path / 'nope'}" in err
@@ -108,7 +108,7 @@ def test_wandb_offline_logs_the_table(runs_folder: Path, tmp_path: Path, monkeyp
 
 def test_cli_path_imports_neither_torch_nor_lightning(runs_folder: Path, tmp_path: Path):
     code = (
-        "import sys; from research.report import main; rc = main(sys.argv[1:]); "
+        "import sys; from research.cli.report import main; rc = main(sys.argv[1:]); "
         "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'lightning')); "
         "print('HEAVY', heavy); sys.exit(rc)"
     )
@@ -127,7 +127,8 @@ def test_variant_names_come_from_the_ablation_file_without_torch(tmp_path: Path)
     """Each variant's config hash, as research-ablate computes it, for the ablation's own
     folder only; composing the configs must not import torch."""
     code = (
-        "import json, sys; from pathlib import Path; from research.report import *; "
+        "import json, sys; from pathlib import Path; "
+        "from research.reports.source import ablation_spec, variant_names; "
         "spec = ablation_spec('cnn_sgd_momentum'); "
         "names = variant_names('cnn_sgd_momentum', spec, Path(sys.argv[1]) / 'cnn_sgd_momentum'); "
         "other = variant_names('cnn_sgd_momentum', spec, Path(sys.argv[1]) / 'elsewhere'); "

@@ -45,6 +45,7 @@ def checkout(runs_folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     return root
 
 
+@pytest.mark.slow
 def test_notebook_reads_an_ablation_name_and_is_never_stale(checkout: Path):
     first = _run(checkout, "widths")
     assert "| single (baseline) | 1 | 0 | 0 |" in first

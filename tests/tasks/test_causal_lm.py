@@ -53,7 +53,7 @@ def task(**params: Any) -> CausalLMModule:
         vocab_size=300, d_model=32, n_heads=2, n_layers=2, max_len=64, dropout=0.0
     )
     optimizer: OptimizerFactory = lambda p: torch.optim.AdamW(p, lr=3e-3)  # noqa: E731
-    return CausalLMModule(net=net, optimizer=optimizer, **params)
+    return CausalLMModule(net=net, loss=None, optimizer=optimizer, **params)
 
 
 def trainer(root: Path, steps: int) -> L.Trainer:
@@ -100,7 +100,7 @@ def test_init_from_starts_from_a_checkpoint_and_refuses_another_shape(tmp_path: 
         assert torch.equal(tuned.net.state_dict()[name], value), name
     wider = CausalLanguageModel(vocab_size=300, d_model=64, n_heads=2, n_layers=2, max_len=64)
     with pytest.raises(ConfigError, match="does not fit this network") as err:
-        CausalLMModule(net=wider, optimizer=lambda p: None, init_from=str(path))
+        CausalLMModule(net=wider, loss=None, optimizer=lambda p: None, init_from=str(path))
     assert "\n" not in str(err.value)
     with pytest.raises(ConfigError, match="init_from='nowhere.ckpt' is not a file"):
         task(init_from="nowhere.ckpt")

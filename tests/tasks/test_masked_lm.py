@@ -46,7 +46,9 @@ def test_weight_tying_shares_the_embedding():
 def test_module_learns_and_logs_masked_metrics():
     torch.manual_seed(0)
     net = MaskedLanguageModel(vocab_size=30, d_model=32, n_layers=1, n_heads=2, dropout=0.0)
-    module = MaskedLMModule(net, partial(torch.optim.AdamW, lr=3e-3), vocab_size=30, mask_rate=0.3)
+    module = MaskedLMModule(
+        net, None, partial(torch.optim.AdamW, lr=3e-3), vocab_size=30, mask_rate=0.3
+    )
     ids = torch.arange(5, 25).repeat(64, 1)  # a fixed sequence: easy to fill in
     batch = {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
     batches = DataLoader([batch] * 4, batch_size=None)

@@ -36,8 +36,8 @@ DOCUMENTS = [
 
 def _loss_and_gradients(module: RetrievalModule) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     module.zero_grad(set_to_none=True)
-    queries, query_mask = module._embed(QUERIES, query_mode=True)
-    documents, document_mask = module._embed(DOCUMENTS, query_mode=False)
+    queries, query_mask = module._embed(QUERIES, is_query=True)
+    documents, document_mask = module._embed(DOCUMENTS, is_query=False)
     loss = module.loss(queries, query_mask, documents, document_mask)
     loss.backward()
     return loss.detach(), {n: p.grad.clone() for n, p in module.named_parameters()}
@@ -81,18 +81,18 @@ def test_length_buckets_keep_each_document_in_its_place_and_pad_less(
 ):
     _split(module, None, None)
     with torch.no_grad():
-        whole, whole_mask = module._embed(DOCUMENTS, query_mode=False)
+        whole, whole_mask = module._embed(DOCUMENTS, is_query=False)
         widths: list[int] = []
         embed = module.net.embed
 
-        def spy(texts: list[str], query_mode: bool) -> tuple[torch.Tensor, torch.Tensor]:
-            embeddings, mask = embed(texts, query_mode)
+        def spy(texts: list[str], is_query: bool) -> tuple[torch.Tensor, torch.Tensor]:
+            embeddings, mask = embed(texts, is_query)
             widths.extend([embeddings.shape[1]] * len(texts))
             return embeddings, mask
 
         monkeypatch.setattr(module.net, "embed", spy)
         _split(module, None, 2)
-        bucketed, bucketed_mask = module._embed(DOCUMENTS, query_mode=False)
+        bucketed, bucketed_mask = module._embed(DOCUMENTS, is_query=False)
     assert torch.equal(whole_mask, bucketed_mask[:, : whole_mask.shape[1]])
     assert torch.allclose(whole[whole_mask], bucketed[bucketed_mask], atol=1e-5)
     # Four chunks, longest first, each padded to its own longest: fewer padded positions.
@@ -101,7 +101,7 @@ def test_length_buckets_keep_each_document_in_its_place_and_pad_less(
 
 
 def test_length_order_is_longest_first(module: RetrievalModule):
-    order = module.net.length_order(DOCUMENTS, query_mode=False)
+    order = module.net.length_order(DOCUMENTS, is_query=False)
     lengths = [len(module.net.tokenizer(DOCUMENTS[i])["input_ids"]) for i in order]
     assert sorted(order) == list(range(len(DOCUMENTS)))
     assert lengths == sorted(lengths, reverse=True) and lengths[0] > lengths[-1]
@@ -121,7 +121,7 @@ def test_mini_batches_keep_only_the_embeddings_for_backward(module: RetrievalMod
             return tensor
 
         with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
-            module._embed(DOCUMENTS, query_mode=False)
+            module._embed(DOCUMENTS, is_query=False)
         return total
 
     cached, whole = saved_bytes(2), saved_bytes(None)

@@ -23,10 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from hydra.core.override_parser.types import ChoiceSweep, RangeSweep
+from hydra.core.utils import JobStatus
 from omegaconf import DictConfig, OmegaConf
 
-from hydra_plugins.research_sweeper.base import LaunchingSweeper
-from hydra_plugins.research_sweeper.study import (
+from hydra_plugins.research_sweeper._study import (
     build_pruner,
     build_sampler,
     check_identity,
@@ -38,6 +38,7 @@ from hydra_plugins.research_sweeper.study import (
     study_config,
     sweep_of,
 )
+from hydra_plugins.research_sweeper.base import LaunchingSweeper
 from research.config.errors import ConfigError
 
 
@@ -157,7 +158,7 @@ class OptunaStudySweeper(LaunchingSweeper):
         if run_dir is not None:
             trial.set_user_attr("run_dir", str(run_dir))
         status = (read_metrics(run_dir) or {}).get("status") if run_dir else None
-        value = job._return_value  # noqa: SLF001 - None when the run failed
+        value = job.return_value if job.status == JobStatus.COMPLETED else None
         if status == "pruned":
             study.tell(trial, state=optuna.trial.TrialState.PRUNED)
         elif value is None:

@@ -7,39 +7,27 @@ the fifth value of a 20-job multirun fails in a second instead of after four fin
 from __future__ import annotations
 
 import difflib
-import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from hydra import compose, initialize_config_dir
 from hydra.core.override_parser.overrides_parser import OverridesParser
-from hydra.core.override_parser.types import Override, OverrideType
+from hydra.core.override_parser.types import Override
 from hydra.errors import HydraException
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from research import compat
 from research.config.errors import ConfigError, one_line
+from research.config.paths import config_dir
 from research.config.validate import validate
-
-
-def config_dir() -> Path:
-    """$RESEARCH_CONFIG_DIR, else the package's `conf/` (a link to the repo's `conf/` in a
-    checkout, the copied files in a wheel), so an installed package has its configs too."""
-    env = os.environ.get("RESEARCH_CONFIG_DIR")
-    return Path(env) if env else Path(__file__).resolve().parents[1] / "conf"
 
 
 def group_options(group: str) -> list[str]:
     """The option names of a config group (its YAML files), sorted."""
     folder = config_dir() / group
     return sorted(p.stem for p in folder.glob("*.yaml")) if folder.is_dir() else []
-
-
-def _prefix(override: Override) -> str:
-    return {OverrideType.ADD: "+", OverrideType.FORCE_ADD: "++", OverrideType.DEL: "~"}.get(
-        override.type, ""
-    )
 
 
 def _values(override: Override) -> list[str] | None:
@@ -161,10 +149,7 @@ def planned_jobs(hydra: DictConfig, overrides: Sequence[str]) -> list[list[str]]
     target = str(OmegaConf.select(hydra, "sweeper._target_") or "")
     task = [o for o in overrides if not o.lstrip("+~").startswith(("hydra.", "hydra/"))]
     if target.endswith(".BasicSweeper"):
-        from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
-
-        parsed = OverridesParser.create().parse_overrides(task)
-        return BasicSweeper.split_arguments(parsed, None)[0]
+        return compat.hydra_basic_sweep_jobs(OverridesParser.create().parse_overrides(task))
     if target.endswith(".ListSweeper"):
         jobs = json.loads(Path(str(hydra.sweeper.jobs_file)).read_text())
         return [[*task, *job] for job in jobs]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 
 from omegaconf import OmegaConf
@@ -52,8 +51,10 @@ def register_resolvers() -> None:
     """Idempotent: entry points and tests may both call it."""
     if not OmegaConf.has_resolver("run_suffix"):
         OmegaConf.register_new_resolver("run_suffix", run_suffix)
-    if not OmegaConf.has_resolver("research_cwd"):
-        OmegaConf.register_new_resolver("research_cwd", os.getcwd)
+    if not OmegaConf.has_resolver("project_root"):
+        from research.config.paths import project_root
+
+        OmegaConf.register_new_resolver("project_root", lambda: str(project_root()))
     if not OmegaConf.has_resolver("optuna_direction"):
         OmegaConf.register_new_resolver("optuna_direction", optuna_direction)
     if not OmegaConf.has_resolver("sum"):

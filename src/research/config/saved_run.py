@@ -9,32 +9,23 @@ from typing import Any
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
+from research import compat
 from research.config.errors import ConfigError, one_line
+from research.config.registry import current_target
 from research.config.validate import validate
 
 SAVED_CONFIG = Path(".hydra") / "config.yaml"
-# Targets that moved (the LightningModules into research.tasks, recall data into its own module):
-# runs saved before the move name the old paths, and still evaluate.
-MOVED_TARGETS = {
-    "research.modules.classification.ClassificationModule": (
-        "research.tasks.classification.ClassificationModule"
-    ),
-    "research.modules.masked_lm.MaskedLMModule": "research.tasks.masked_lm.MaskedLMModule",
-    "research.modules.retrieval.RetrievalModule": "research.tasks.retrieval.RetrievalModule",
-    "research.data.synthetic.AssociativeRecallDataModule": (
-        "research.data.recall.AssociativeRecallDataModule"
-    ),
-}
 
 
 def _current_targets(node: Any) -> None:
-    """Rewrite moved `_target_`s in place, at any depth."""
+    """Rewrite moved `_target_`s in place, at any depth (a run saved before a move names the old
+    path)."""
     if isinstance(node, DictConfig):
         target = node.get("_target_")
-        if isinstance(target, str) and target in MOVED_TARGETS:
-            node["_target_"] = MOVED_TARGETS[target]
+        if isinstance(target, str):
+            node["_target_"] = current_target(target)
         for key in node:
-            _current_targets(node._get_node(key))
+            _current_targets(compat.omegaconf_child(node, key))
     elif isinstance(node, ListConfig):
         for item in node:
             _current_targets(item)

@@ -23,7 +23,9 @@ S = TypeVar("S", bound="Schema")
 
 
 def spec(default: Any = dataclasses.MISSING, **rules: Any) -> Any:
-    """A dataclass field with range rules: gt, ge, lt, le, choices."""
+    """A dataclass field with range rules: gt, ge, lt, le, choices. `id_if_changed=True` marks a
+    field added after runs existed, with a default that keeps their result: it joins a run's
+    id only when set to another value, so those runs keep their ids."""
     if isinstance(default, list):
         return dataclasses.field(default_factory=lambda: list(default), metadata=rules)
     return dataclasses.field(default=default, metadata=rules)
@@ -44,6 +46,10 @@ class Schema:
     def check(self, at: str) -> None:
         """Cross-field rules; `at` is the config path of this node, for the error message."""
 
+    def check_run(self, at: str, target: str, config: dict[str, Any]) -> None:
+        """Rules that involve other parts of the run's resolved `config` (e.g. a schedule and the
+        run's length); `target` is this node's `_target_`."""
+
     @classmethod
     def build(cls: type[S], config: S | None = None, params: Mapping[str, Any] | None = None) -> S:
         """The checked config a component is constructed from: `config` as given, or `params`
@@ -62,6 +68,17 @@ class Schema:
             config.check(name)
             return config
         return check_node(name, plain(dict(params or {})), cls)  # type: ignore[return-value]
+
+    @classmethod
+    def defaults(cls) -> dict[str, Any]:
+        """Each field that has a default, with that default (a fresh copy of a list)."""
+        found = {}
+        for field in dataclasses.fields(cls):  # type: ignore[arg-type]
+            if field.default is not dataclasses.MISSING:
+                found[field.name] = field.default
+            elif field.default_factory is not dataclasses.MISSING:
+                found[field.name] = field.default_factory()
+        return found
 
     def as_dict(self) -> dict[str, Any]:
         """Field values as plain containers (what a checkpoint or save_pretrained stores)."""
@@ -86,12 +103,12 @@ def fail(at: str, key: str, message: str) -> typing.NoReturn:
     raise ConfigError(f"{name}{message}" if message.startswith("=") else f"{name} {message}")
 
 
-def _type_name(tp: Any) -> str:
+def type_name(tp: Any) -> str:
     if typing.get_origin(tp) in (typing.Union, types.UnionType):
-        return " or ".join(_type_name(a) for a in typing.get_args(tp))
+        return " or ".join(type_name(a) for a in typing.get_args(tp))
     if typing.get_origin(tp) is list:
         (inner,) = typing.get_args(tp) or (Any,)
-        return f"a list of {_type_name(inner)}"
+        return f"a list of {type_name(inner)}"
     if typing.get_origin(tp) is typing.Literal:
         return " or ".join(map(repr, typing.get_args(tp)))
     if tp is type(None):
@@ -166,7 +183,7 @@ def check_node(at: str, node: dict[str, Any], schema: type[Schema]) -> Schema:
             fail(at, key, f"is not an option of {owner}; valid options: {valid}")
         ok, converted = _coerce(value, hints[key])
         if not ok:
-            fail(at, key, f"={value!r} must be {_type_name(hints[key])}")
+            fail(at, key, f"={value!r} must be {type_name(hints[key])}")
         _check_rules(at, key, converted, dict(fields[key].metadata))
         values[key] = converted
     missing = [

@@ -1,22 +1,90 @@
-"""Check a composed config against the typed schemas; the single gate before anything heavy runs."""
+"""Complete a composed config from the declarations and check it: the single gate before anything
+heavy runs.
+
+YAML files hold what differs from a declaration; `complete` fills in every declared field a node
+leaves out, so a run's saved config, `--cfg job` and W&B show every value the run used.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
-from research.config import schemas  # noqa: F401  (registers the schemas)
+from research import compat
 from research.config.devices import check_devices, check_strategy
 from research.config.errors import ConfigError, one_line
-from research.config.schema import SCHEMAS, check_node, walk_targets
-from research.optim.configs import check_horizon
+from research.config.registry import declaration
+from research.config.schema import check_node, walk_targets
+
+
+def _target(node: DictConfig) -> str | None:
+    try:
+        target = node.get("_target_")
+    except OmegaConfBaseException:
+        return None
+    return target if isinstance(target, str) else None
+
+
+def fill_declared(node: DictConfig, below: Mapping[str, Any] | None = None) -> None:
+    """Add to `node` (in place) each field its target declares that neither `node` nor the layer
+    `below` it holds, at the declared default; then do the same in its sub-nodes. `below` is
+    what the config files under this one already give this node (its target may come from
+    there)."""
+    below = below or {}
+    target = _target(node) or below.get("_target_")
+    schema = declaration(target) if isinstance(target, str) else None
+    declared = schema.defaults() if schema is not None else {}
+    missing = {k: v for k, v in declared.items() if k not in node and k not in below}
+    if missing:
+        with open_dict(node):
+            for key, value in missing.items():
+                node[key] = value
+            _in_declared_order(node, list(declared))
+    for key in node:
+        child = compat.omegaconf_child(node, key)
+        if key in declared or key == "hydra":
+            continue
+        if isinstance(child, DictConfig):
+            under = below.get(key)
+            fill_declared(child, under if isinstance(under, Mapping) else None)
+        elif isinstance(child, ListConfig):
+            for index in range(len(child)):
+                item = compat.omegaconf_child(child, index)
+                if isinstance(item, DictConfig):
+                    fill_declared(item)
+
+
+def _in_declared_order(node: DictConfig, fields: list[str]) -> None:
+    """Reorder `node` as a reader expects: Hydra's keys, the declared fields in declaration
+    order, then sub-nodes (e.g. `net`). Values move as nodes, interpolations unresolved."""
+    keys = [str(k) for k in node]
+    order = [k for k in keys if k.startswith("_")]
+    order += [k for k in fields if k in keys]
+    order += [k for k in keys if k not in order]
+    for key in order:
+        child = compat.omegaconf_child(node, key)
+        del node[key]
+        node[key] = child
+
+
+def complete(cfg: DictConfig) -> DictConfig:
+    """A copy of `cfg` in which every node with a `_target_` holds all of its declared fields
+    (the ones the YAML leaves out at their declared defaults). Interpolations stay unresolved.
+
+    Configs composed from conf/ are complete already (research's Hydra config source fills them
+    in as it reads each file); this completes a saved config of a run from before that."""
+    completed = cfg.copy()
+    fill_declared(completed)
+    return completed
 
 
 def resolve(cfg: DictConfig) -> dict[str, Any]:
-    """The config as plain containers with interpolations resolved (Hydra's own node dropped)."""
-    plain = OmegaConf.to_container(cfg, resolve=False)
+    """The completed config as plain containers with interpolations resolved (Hydra's own node
+    dropped)."""
+    plain = OmegaConf.to_container(complete(cfg), resolve=False)
     assert isinstance(plain, dict)
     plain.pop("hydra", None)
     try:
@@ -29,24 +97,37 @@ def resolve(cfg: DictConfig) -> dict[str, Any]:
     return resolved  # type: ignore[return-value]
 
 
-def validate(cfg: DictConfig, entry: str = "train") -> dict[str, Any]:
-    """Validate `cfg` and return it resolved; the first problem raises a one-line ConfigError.
+def undeclared(resolved: dict[str, Any]) -> list[str]:
+    """`<path>._target_=<target>` of every node that no declaration checks (its values reach
+    the component unchecked)."""
+    return [
+        f"{at}._target_={node['_target_']}"
+        for at, node in walk_targets(resolved)
+        if declaration(str(node["_target_"])) is None
+    ]
 
-    The entry config's own keys (seed, ckpt_path, ...) are checked against its run schema;
+
+def validate(cfg: DictConfig, entry: str = "train") -> dict[str, Any]:
+    """Validate `cfg` and return it completed and resolved; the first problem raises a one-line
+    ConfigError.
+
+    The entry config's own keys (seed, ckpt_path, ...) are checked against its run declaration;
     every other node with a `_target_`, in whatever group or depth, against the declaration of
     that target, so a new config group is checked without being listed anywhere.
     """
     resolved = resolve(cfg)
-    run_schema = SCHEMAS[f"@{entry}"]
+    run_schema = declaration(f"@{entry}")
+    assert run_schema is not None
     run_fields = run_schema.__dataclass_fields__
     check_node("", {k: v for k, v in resolved.items() if k in run_fields}, run_schema)
+    checked = []
     for at, node in walk_targets({k: v for k, v in resolved.items() if k not in run_fields}):
-        schema = SCHEMAS.get(str(node["_target_"]))
+        target = str(node["_target_"])
+        schema = declaration(target)
         if schema is not None:
-            check_node(at, node, schema)
+            checked.append((at, target, check_node(at, node, schema)))
+    for at, target, instance in checked:
+        instance.check_run(at, target, resolved)
     check_devices(resolved.get("trainer") or {})
     check_strategy(resolved.get("trainer") or {})
-    problem = check_horizon(resolved)
-    if problem:
-        raise ConfigError(problem)
     return resolved

@@ -17,11 +17,8 @@ import ast
 import hashlib
 import json
 import logging
-import os
 import platform
 import re
-import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,6 +26,7 @@ from typing import Any
 from research.data.beir import RetrievalDataModule
 from research.data.configs import StdlibCodeSearchConfig
 from research.data.stdlib_text import definitions, stdlib_sources
+from research.utils.atomic import replacing
 
 log = logging.getLogger(__name__)
 
@@ -164,26 +162,20 @@ def build_stdlib_codesearch(
     killed or concurrent build never leaves a half-written folder behind."""
     folder, config = Path(folder), config or StdlibCodeSearchConfig()
     functions = stdlib_functions(config)
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    partial = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
-    partial.chmod(0o755)  # mkdtemp's 0o700 would hide the cache from other users of data_dir
-    (partial / "qrels").mkdir()
-    _write_jsonl(
-        partial / "corpus.jsonl",
-        [{"_id": f.id, "title": "", "text": f.document} for f in functions],
-    )
-    _write_jsonl(partial / "queries.jsonl", [{"_id": f.id, "text": f.query} for f in functions])
     split_of = module_splits(functions, config.val_fraction, config.test_fraction, config.partition)
     sizes = {}
-    for split in SPLITS:
-        ids = [f.id for f in functions if split_of[f.module] == split]
-        rows = "".join(f"{i}\t{i}\t1\n" for i in ids)
-        (partial / "qrels" / f"{split}.tsv").write_text("query-id\tcorpus-id\tscore\n" + rows)
-        sizes[split] = len(ids)
-    try:
-        os.rename(partial, folder)
-    except OSError:  # another process finished the same build first
-        shutil.rmtree(partial)
+    with replacing(folder, durable=False) as partial:
+        (partial / "qrels").mkdir(parents=True)
+        _write_jsonl(
+            partial / "corpus.jsonl",
+            [{"_id": f.id, "title": "", "text": f.document} for f in functions],
+        )
+        _write_jsonl(partial / "queries.jsonl", [{"_id": f.id, "text": f.query} for f in functions])
+        for split in SPLITS:
+            ids = [f.id for f in functions if split_of[f.module] == split]
+            rows = "".join(f"{i}\t{i}\t1\n" for i in ids)
+            (partial / "qrels" / f"{split}.tsv").write_text("query-id\tcorpus-id\tscore\n" + rows)
+            sizes[split] = len(ids)
     log.info("stdlib code search built in %s: %s queries", folder, sizes)
     return sizes
 

@@ -26,8 +26,11 @@ class LoaderConfig(Schema):
     """What every datamodule's loaders take (research.data.base.SplitDataModule)."""
 
     batch_size: int = spec(32, ge=1)
+    """Examples per batch, in every split (LM evaluation scales it to keep the tokens per batch)."""
     num_workers: int = spec(0, ge=0)
+    """Loader worker processes; 0 loads in the main process (workers persist across epochs)."""
     seed: int = spec(0, ge=0)
+    """Seeds the per-epoch train shuffle and every random draw of the datamodule (splits, data)."""
 
 
 @dataclass
@@ -36,8 +39,11 @@ class FractionsConfig(LoaderConfig):
     fractions of its data."""
 
     data_dir: str = "data"
+    """Folder of the dataset's files and of the builds cached from them (digits reads nothing)."""
     val_fraction: float = spec(0.1, gt=0.0, lt=1.0)
+    """Share held out as the val split (images: of what test leaves); unused if the data has one."""
     test_fraction: float = spec(0.1, gt=0.0, lt=1.0)
+    """Share held out as the test split; unused if the data has its own (e.g. torchvision's)."""
 
 
 @dataclass
@@ -51,12 +57,19 @@ class ImageDataConfig(FractionsConfig):
         "research.data.vision.CIFAR10DataModule",
     )
     batch_size: int = spec(64, ge=1)
+    """Examples per batch, in every split's loader."""
     normalize: bool = True
+    """Standardise each channel by the train split's mean and std (val/test use the same ones)."""
     download: bool = False
+    """Let torchvision fetch missing files into data_dir (needs network; digits needs no files)."""
     pin_memory: bool = False
+    """Page-locked loader batches, for faster copies to the GPU."""
     num_classes: int = spec(10, ge=2)
+    """Classes of the labels: a fact the model config reads, not a choice."""
     in_channels: int = spec(1, ge=1)
+    """Channels per image (1 grey, 3 colour): a fact the model config reads."""
     image_size: int = spec(8, ge=1)
+    """Height and width of the square images: a fact the model config reads."""
 
 
 @dataclass
@@ -66,15 +79,26 @@ class AssociativeRecallConfig(LoaderConfig):
 
     targets = ("research.data.recall.AssociativeRecallDataModule",)
     num_pairs: int = spec(8, ge=1)
+    """Key-value pairs per training sequence, which is 2 x num_pairs + 1 tokens long."""
     num_keys: int = spec(32, ge=1)
+    """Distinct key tokens; keys never repeat in a sequence, so at least the most pairs asked."""
     num_values: int = spec(16, ge=2)
+    """Distinct value tokens, which are also the classes."""
     train_size: int = spec(4000, ge=1)
+    """Training sequences generated."""
     val_size: int = spec(500, ge=1)
+    """Validation sequences generated, per number of pairs."""
     test_size: int = spec(500, ge=1)
+    """Test sequences generated, per number of pairs."""
     batch_size: int = spec(64, ge=1)
+    """Examples per batch, in every split's loader."""
     vocab_size: int | None = None
+    """For the model config: 1 + num_keys + num_values tokens (PAD, keys, values)."""
     num_classes: int | None = None
+    """For the model config: num_values classes."""
     eval_num_pairs: list[int] | None = None
+    """Pairs per sequence of extra val/test sets (longer sequences), logged as val/acc@<tokens>;
+    they measure length extrapolation. null: none."""
 
     def check(self, at: str) -> None:
         longest = max([self.num_pairs, *(self.eval_num_pairs or [])])
@@ -89,16 +113,28 @@ class ListOpsConfig(LoaderConfig):
 
     targets = ("research.data.listops.ListOpsDataModule",)
     max_depth: int = spec(4, ge=1)
+    """Most operators nested in one expression."""
     max_args: int = spec(5, ge=2)
+    """Most arguments of one operator (each takes at least 2)."""
     min_len: int = spec(16, ge=1)
+    """Fewest tokens of a training (and val/acc) expression."""
     max_len: int = spec(64, ge=1)
+    """Most tokens of a training (and val/acc) expression; the first eval band starts above it."""
     eval_max_lens: list[int] | None = None
+    """Upper bounds of longer val/test bands, each starting above the previous bound, logged as
+    val/acc@<bound>: length extrapolation. null: none."""
     train_size: int = spec(10000, ge=1)
+    """Training expressions generated."""
     val_size: int = spec(500, ge=1)
+    """Validation expressions generated, per length band."""
     test_size: int = spec(500, ge=1)
+    """Test expressions generated, per length band."""
     batch_size: int = spec(64, ge=1)
+    """Examples per batch, in every split's loader."""
     vocab_size: int = spec(LISTOPS_VOCAB_SIZE, choices=(LISTOPS_VOCAB_SIZE,))
+    """Fixed by the task (PAD, 10 digits, [, ] and 4 operators): a fact the model config reads."""
     num_classes: int = spec(LISTOPS_NUM_CLASSES, choices=(LISTOPS_NUM_CLASSES,))
+    """Fixed by the task (an expression's value, 0-9): a fact the model config reads."""
 
     def check(self, at: str) -> None:
         if self.min_len > self.max_len:
@@ -118,8 +154,11 @@ class StdlibTextConfig(FractionsConfig):
 
     targets = ("research.data.stdlib_text.StdlibTextDataModule",)
     vocab_size: int = spec(8000, ge=100)
+    """Size of the WordPiece vocabulary trained on the corpus (each size is cached apart)."""
     max_len: int = spec(128, ge=8)
+    """Tokens per block, [CLS] included."""
     max_train_blocks: int | None = spec(None, ge=1)
+    """Train on only the first this many blocks (a quick run); null: all of them."""
 
 
 @dataclass
@@ -128,8 +167,11 @@ class StdlibModulesConfig(FractionsConfig):
 
     targets = ("research.data.stdlib_modules.StdlibModulesDataModule",)
     vocab_size: int = spec(8000, ge=100)
+    """Picks the stdlib_text WordPiece tokenizer of this size, which this task shares."""
     num_classes: int = spec(10, ge=2)
+    """How many top-level modules to tell apart: those with the most docstrings."""
     max_len: int = spec(128, ge=2)
+    """Most tokens per example, [CLS] included; longer docstrings are cut."""
 
     def check(self, at: str) -> None:
         if self.val_fraction + self.test_fraction >= 1.0:
@@ -142,15 +184,26 @@ class HFTextConfig(LoaderConfig):
 
     targets = ("research.data.hf_text.HFTextDataModule",)
     name: str = "ag_news"
+    """What datasets.load_dataset loads: a hub dataset (needs network) or a builder (json, csv)."""
     data_files: Any = None
+    """Local files for a builder name, e.g. {train: a.jsonl}; null for a hub dataset."""
     text_field: str = "text"
+    """Column holding the text."""
     label_field: str = "label"
+    """Column holding the integer label."""
     num_classes: int = spec(4, ge=2)
+    """Labels must lie in 0..num_classes - 1 (checked at setup); the model config reads it."""
     vocab_size: int = spec(8000, ge=100)
+    """Size of the WordPiece vocabulary trained on the train split (cached per size)."""
     max_len: int = spec(128, ge=2)
+    """Tokens per example, [CLS] included: longer texts are cut, shorter ones padded."""
     data_dir: str = "data"
+    """Folder of the datasets cache (hf/) and of the trained tokenizers (hf_text/)."""
     val_fraction: float = spec(0.1, gt=0.0, lt=1.0)
+    """Seeded share of the train split held out for validation; it is also the test set when the
+    dataset has no test split."""
     max_train_size: int | None = spec(None, ge=1)
+    """Train on only the first this many training examples (a quick run); null: all of them."""
 
 
 @dataclass
@@ -159,11 +212,16 @@ class LanguageModelDataConfig(FractionsConfig):
     windows of `context` tokens; evaluated at `context` and at each of `eval_lengths`, every
     length over the same first `eval_tokens` held-out tokens."""
 
-    vocab_size: int = spec(8000, ge=300)  # byte-level BPE starts from 256 bytes
+    vocab_size: int = spec(8000, ge=300)
+    """Size of the byte-level BPE vocabulary trained on train (it starts from the 256 bytes)."""
     context: int = spec(128, ge=2)
+    """Training context: tokens per window, and the first length evaluated (val/ppl)."""
     eval_lengths: list[int] | None = None
+    """More lengths evaluated, logged as val/ppl@<n>; each must divide the longest. null: none."""
     eval_tokens: int = spec(65536, ge=2)
+    """Held-out tokens every length predicts (cut to a multiple of the longest length)."""
     max_train_windows: int | None = spec(None, ge=1)
+    """Train on only this many windows, spread evenly over the stream; null: all of them."""
 
     @property
     def lengths(self) -> list[int]:
@@ -195,6 +253,7 @@ class StdlibCodeConfig(LanguageModelDataConfig):
 
     targets = ("research.data.stdlib_code.StdlibCodeDataModule",)
     max_files: int | None = spec(None, ge=3)
+    """Read only the first this many stdlib files by path (a small corpus for tests); null: all."""
 
 
 @dataclass
@@ -203,9 +262,13 @@ class HFLanguageModelConfig(LanguageModelDataConfig):
 
     targets = ("research.data.hf_lm.HFLanguageModelDataModule",)
     name: str = "wikitext"
+    """What datasets.load_dataset loads: a hub dataset (needs network) or a builder (json, text)."""
     subset: str | None = "wikitext-103-raw-v1"
+    """The hub dataset's configuration; null for a builder or a dataset without configurations."""
     data_files: Any = None
+    """Local files for a builder name, e.g. {train: a.jsonl}; null for a hub dataset."""
     text_field: str = "text"
+    """Column holding the text; each row is one document."""
 
 
 @dataclass
@@ -214,11 +277,20 @@ class RetrievalDataConfig(LoaderConfig):
     (research.data.beir.datamodule.RetrievalDataModule)."""
 
     data_dir: str = "data"
+    """Folder of this project's caches (mined BM25 negatives, built datasets), not the dataset's."""
     n_negatives: int = spec(1, ge=0)
+    """BM25 hard negatives per (query, positive) pair, so 1 + n_negatives documents per query;
+    0: in-batch negatives only. Unused with distillation_file."""
     max_train_queries: int | None = spec(None, ge=1)
+    """Train on a seeded subset of this many queries; null: all of them."""
     max_eval_queries: int | None = spec(None, ge=1)
+    """Search with a seeded subset of this many val/test queries; null: all of them."""
     eval_corpus: str = spec("full", choices=EVAL_CORPORA)
+    """What val/test search: full, every document of the corpus (other splits' too); split, only
+    the documents that split's qrels judge (and negatives come from train's judged ones only)."""
     distillation_file: str | None = None
+    """JSON lines {"query_id", "document_ids", "scores"} of teacher scores to train on with the
+    distillation loss; null: train on positives and BM25 negatives."""
 
 
 @dataclass
@@ -227,13 +299,18 @@ class BEIRDataConfig(RetrievalDataConfig):
 
     targets = ("research.data.beir.BEIRDataModule",)
     path: str | None = None
+    """A local BEIR folder (corpus.jsonl, queries.jsonl, qrels/<split>.tsv); give this or name."""
     name: str | None = None
+    """A hub dataset such as BeIR/nfcorpus (qrels from BeIR/nfcorpus-qrels); give this or path."""
     train_split: str = "train"
+    """The qrels split to train on."""
     val_split: str = "dev"
+    """The qrels split to validate on (unused with val_fraction)."""
     test_split: str = "test"
-    # Validate on this fraction of the train split's queries (held out of training) instead of
-    # the val_split qrels: for datasets without qrels/dev.tsv. null: use val_split.
+    """The qrels split to test on."""
     val_fraction: float | None = spec(None, gt=0.0, lt=1.0)
+    """Validate on this seeded fraction of the train split's queries (held out of training)
+    instead of the val_split qrels: for datasets without qrels/dev.tsv. null: use val_split."""
 
     def check(self, at: str) -> None:
         if (self.path is None) == (self.name is None):
@@ -257,12 +334,18 @@ class StdlibCodeSearchConfig(RetrievalDataConfig):
 
     targets = ("research.data.codesearch.StdlibCodeSearchDataModule",)
     val_fraction: float = spec(0.1, gt=0.0, lt=1.0)
+    """Share of the functions in the val split, dealt by whole top-level module."""
     test_fraction: float = spec(0.1, gt=0.0, lt=1.0)
+    """Share of the functions in the test split, dealt by whole top-level module."""
     min_query_words: int = spec(3, ge=1)
+    """Leave out functions whose docstring summary (first paragraph) has fewer words."""
     min_code_lines: int = spec(2, ge=1)
-    # Which module partition: 0 is the study's split; any other value deals the modules anew.
+    """Leave out functions with fewer lines of code besides their docstring."""
     partition: int = spec(0, ge=0)
+    """Which partition of the modules into splits: 0 is the original one; any other value deals
+    the modules anew (another split)."""
     eval_corpus: str = spec("split", choices=EVAL_CORPORA)
+    """What val/test search; split by default, as in CodeSearchNet: only that split's functions."""
 
     def check(self, at: str) -> None:
         if self.val_fraction + self.test_fraction >= 1.0:

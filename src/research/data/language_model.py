@@ -24,6 +24,7 @@ from torch.utils.data import DataLoader, TensorDataset
 from research.data.base import SplitDataModule
 from research.data.configs import LanguageModelDataConfig
 from research.data.tokenizer import BYTE_LEVEL_SPECIAL, byte_level_bpe
+from research.utils.atomic import replacing
 
 SPLITS = ("train", "val", "test")
 
@@ -88,9 +89,8 @@ class LanguageModelDataModule(SplitDataModule):
                 ids.extend(encoding.ids)
                 ids.append(end)
             streams[split] = torch.tensor(ids, dtype=torch.int32)
-        partial = path.with_suffix(".partial")
-        torch.save(streams, partial)
-        partial.replace(path)
+        with replacing(path, durable=False) as partial:
+            torch.save(streams, partial)
         return streams
 
     def setup(self, stage: str | None = None) -> None:

@@ -11,11 +11,11 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from research.retrieval.bm25 import TOKEN_PATTERN, bm25_rank
+from research.utils.atomic import write_atomic
 
 log = logging.getLogger(__name__)
 
@@ -79,11 +79,9 @@ def cached_bm25_negatives(
             rows = [json.loads(line) for line in lines]
         return {row["query_id"]: row["negatives"] for row in rows}
     mined = mine_bm25_negatives(corpus, queries, positives, n)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_suffix(f".{os.getpid()}.tmp")
-    with partial.open("w", encoding="utf-8") as out:
-        for query, docs in mined.items():
-            out.write(json.dumps({"query_id": query, "negatives": docs}) + "\n")
-    os.replace(partial, path)
+    rows = [
+        json.dumps({"query_id": query, "negatives": docs}) + "\n" for query, docs in mined.items()
+    ]
+    write_atomic(path, "".join(rows), durable=False)
     log.info("mined %d BM25 negatives for %d queries into %s", n, len(mined), path)
     return mined

@@ -27,6 +27,7 @@ from research.data.base import SplitDataModule
 from research.data.configs import StdlibModulesConfig
 from research.data.sequences import PAD, LabelledSequences, pad_batch
 from research.data.stdlib_text import StdlibDoc, StdlibTextDataModule, split_of, stdlib_docs
+from research.utils.atomic import replacing
 
 SPLITS = ("train", "val", "test")
 
@@ -104,8 +105,8 @@ class StdlibModulesDataModule(SplitDataModule):
                 "labels": torch.tensor([label for _, label, _ in items]),
                 "names": [name for _, _, name in items],
             }
-        path.parent.mkdir(parents=True, exist_ok=True)
-        torch.save(build, path)
+        with replacing(path, durable=False) as partial:
+            torch.save(build, partial)
         return build
 
     def setup(self, stage: str | None = None) -> None:

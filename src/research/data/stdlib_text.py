@@ -26,6 +26,7 @@ from torch.utils.data import TensorDataset
 from research.data.base import SplitDataModule
 from research.data.configs import StdlibTextConfig
 from research.data.tokenizer import wordpiece
+from research.utils.atomic import replacing
 
 _KINDS = {
     ast.Module: "module",
@@ -146,7 +147,8 @@ class StdlibTextDataModule(SplitDataModule):
             blocks[split] = torch.cat(
                 [torch.full((len(chunks), 1), cls, dtype=torch.int32), chunks], 1
             )
-        torch.save(blocks, path)
+        with replacing(path, durable=False) as partial:
+            torch.save(blocks, partial)
         return blocks
 
     def setup(self, stage: str | None = None) -> None:

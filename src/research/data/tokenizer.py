@@ -7,6 +7,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from research.utils.atomic import replacing
+
 SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]  # ids 0..4, in this order
 
 
@@ -22,8 +24,8 @@ def wordpiece(path: Path, texts: Iterable[str], vocab_size: int) -> Any:
     tokenizer.decoder = decoders.WordPiece()
     trainer = trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=SPECIAL)
     tokenizer.train_from_iterator(texts, trainer=trainer)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tokenizer.save(str(path))
+    with replacing(path, durable=False) as partial:
+        tokenizer.save(str(partial))
     return tokenizer
 
 
@@ -47,6 +49,6 @@ def byte_level_bpe(path: Path, texts: Iterable[str], vocab_size: int) -> Any:
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
     )
     tokenizer.train_from_iterator(texts, trainer=trainer)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tokenizer.save(str(path))
+    with replacing(path, durable=False) as partial:
+        tokenizer.save(str(partial))
     return tokenizer

@@ -9,27 +9,37 @@ from research.config.schema import Schema, spec
 
 @dataclass
 class CrossEntropyConfig(Schema):
+    """torch's cross-entropy (research.losses.cross_entropy), its class weights a YAML list."""
+
     targets = ("research.losses.cross_entropy.cross_entropy", "torch.nn.CrossEntropyLoss")
     weight: list[float] | None = None
+    """Loss weight of each class, one per class (e.g. for imbalanced classes); null: all equal."""
     ignore_index: int = -100
+    """Target value that adds no loss or gradient, e.g. the label of padding positions."""
     reduction: str = spec("mean", choices=["mean", "sum", "none"])
+    """How the per-example losses combine: their mean, their sum, or none (one loss each)."""
     label_smoothing: float = spec(0.0, ge=0.0, le=1.0)
+    """Share of each target spread evenly over all classes; 0: hard targets."""
 
 
 @dataclass
 class ContrastiveConfig(Schema):
+    """In-batch contrastive loss over MaxSim scores, as PyLate's (research.losses.contrastive)."""
+
     targets = ("research.losses.contrastive.Contrastive",)
-    # Divides MaxSim sums (up to the query length). 1.0 is colbert-ai's plain cross-entropy on
-    # them; the 0.02 of other recipes divides scores averaged over query tokens, and on sums it
-    # made training unstable here (experiments/colbert_stdlib).
     temperature: float = spec(1.0, gt=0.0)
-    # Mean over the batch (true) or sum (false).
+    """Divides MaxSim sums (up to the query length). 1.0 is colbert-ai's plain cross-entropy on
+    them; the 0.02 of other recipes is meant for scores averaged over query tokens, not sums."""
     size_average: bool = True
-    # Under DDP, score against the documents of every rank.
+    """Mean of the per-query losses over the batch (true) or their sum (false)."""
     gather_across_devices: bool = True
+    """Under DDP, score against the documents of every rank, not only this rank's."""
 
 
 @dataclass
 class DistillationConfig(Schema):
+    """KL distillation from teacher scores per query (research.losses.distillation)."""
+
     targets = ("research.losses.distillation.Distillation",)
     temperature: float = spec(1.0, gt=0.0)
+    """Divides student and teacher scores before each softmax; the loss is not scaled by T^2."""

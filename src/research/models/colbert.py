@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import string
+import warnings
 from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
@@ -112,24 +113,24 @@ class ColBERT(nn.Module):
         self.backbone.train(self.training)
         self.projection = nn.Linear(encoder.config.hidden_size, self.embedding_size, bias=False)
 
-    def tokenize(self, texts: list[str], query_mode: bool) -> dict[str, Tensor]:
+    def tokenize(self, texts: list[str], is_query: bool) -> dict[str, Tensor]:
         """input_ids and attention_mask on CPU, with the marker and (queries) [MASK] padding."""
-        length = self.max_length_query if query_mode else self.max_length_document
+        length = self.max_length_query if is_query else self.max_length_document
         encoded = self.tokenizer(
             list(texts),
-            padding="max_length" if query_mode else "longest",
+            padding="max_length" if is_query else "longest",
             truncation=True,
             max_length=length - 1,  # one place is kept for the marker
             return_tensors="pt",
         )
         ids, attention = encoded["input_ids"], encoded["attention_mask"]
-        marker = self.query_marker_id if query_mode else self.document_marker_id
+        marker = self.query_marker_id if is_query else self.document_marker_id
         at = self.marker_position
         ids = torch.cat([ids[:, :at], torch.full_like(ids[:, :1], marker), ids[:, at:]], dim=1)
         attention = torch.cat(
             [attention[:, :at], torch.ones_like(attention[:, :1]), attention[:, at:]], dim=1
         )
-        if query_mode:
+        if is_query:
             expansion = attention == 0
             ids = ids.masked_fill(expansion, self.tokenizer.mask_token_id)
             if self.attend_to_expansion_tokens:
@@ -137,54 +138,65 @@ class ColBERT(nn.Module):
         return {"input_ids": ids, "attention_mask": attention}
 
     def forward(
-        self, input_ids: Tensor, attention_mask: Tensor, query_mode: bool
+        self, input_ids: Tensor, attention_mask: Tensor, is_query: bool
     ) -> tuple[Tensor, Tensor]:
         """(unit-norm token embeddings [B, L, embedding_size], bool mask of the scored tokens)."""
         hidden = self.backbone(input_ids=input_ids, attention_mask=attention_mask)
         embeddings = F.normalize(self.projection(hidden.last_hidden_state), p=2, dim=-1)
-        if query_mode:
+        if is_query:
             return embeddings, torch.ones_like(input_ids, dtype=torch.bool)
         mask = attention_mask.bool()
         if self.skiplist_punctuation:
             mask &= ~torch.isin(input_ids, self.skiplist_ids)
         return embeddings, mask
 
-    def embed(self, texts: list[str], query_mode: bool) -> tuple[Tensor, Tensor]:
+    def embed(self, texts: list[str], is_query: bool) -> tuple[Tensor, Tensor]:
         """Tokenize and run forward on the module's device, keeping autograd (for training)."""
         device = self.projection.weight.device
-        batch = {k: v.to(device) for k, v in self.tokenize(texts, query_mode).items()}
-        return self(**batch, query_mode=query_mode)
+        batch = {k: v.to(device) for k, v in self.tokenize(texts, is_query).items()}
+        return self(**batch, is_query=is_query)
 
-    def length_order(self, texts: list[str], query_mode: bool) -> list[int]:
+    def length_order(self, texts: list[str], is_query: bool) -> list[int]:
         """Indices of `texts`, longest first by (truncated) token count: batches cut from this
         order pad little."""
         if not texts:
             return []
-        limit = self.max_length_query if query_mode else self.max_length_document
+        limit = self.max_length_query if is_query else self.max_length_document
         tokens = self.tokenizer(list(texts), truncation=True, max_length=limit)["input_ids"]
         return sorted(range(len(texts)), key=lambda i: len(tokens[i]), reverse=True)
 
     def encode(
         self,
         texts: list[str],
-        query_mode: bool = True,
+        is_query: bool = True,
         batch_size: int = 32,
         show_progress_bar: bool | None = None,
+        query_mode: bool | None = None,
     ) -> list[Tensor]:
         """One float32 CPU tensor [counted tokens, embedding_size] per text, in input order.
 
-        Texts are batched longest first by token count, so each batch pads little.
+        Texts are batched longest first by token count, so each batch pads little. `is_query`
+        is PyLate's name for the flag; `query_mode`, the name it had here before, still works
+        and warns.
         """
         from rich.progress import track
+
+        if query_mode is not None:
+            warnings.warn(
+                "ColBERT.encode(query_mode=...) is deprecated; use is_query=... (PyLate's name)",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            is_query = query_mode
 
         if isinstance(texts, str) or batch_size < 1:
             raise ValueError(
                 f"ColBERT.encode needs a list of texts and batch_size >= 1, got "
                 f"{type(texts).__name__} and batch_size={batch_size}"
             )
-        order = self.length_order(texts, query_mode)
+        order = self.length_order(texts, is_query)
         show = len(texts) > PROGRESS_BAR_ABOVE if show_progress_bar is None else show_progress_bar
-        kind = "queries" if query_mode else "documents"
+        kind = "queries" if is_query else "documents"
         encoded: list[Tensor] = [torch.empty(0)] * len(texts)
         was_training = self.training
         self.eval()
@@ -193,7 +205,7 @@ class ColBERT(nn.Module):
                 starts = range(0, len(order), batch_size)
                 for start in track(starts, description=f"Encoding {kind}", disable=not show):
                     indices = order[start : start + batch_size]
-                    embeddings, mask = self.embed([texts[i] for i in indices], query_mode)
+                    embeddings, mask = self.embed([texts[i] for i in indices], is_query)
                     embeddings, mask = embeddings.float().cpu(), mask.cpu()
                     for row, index in enumerate(indices):
                         encoded[index] = embeddings[row][mask[row]]

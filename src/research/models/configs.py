@@ -101,13 +101,21 @@ class CNNConfig(Schema):
 
     targets = ("research.models.cnn.CNN",)
     in_channels: int = spec(1, ge=1)
+    """Channels of the input images (1 for greyscale, 3 for RGB)."""
     image_size: int = spec(8, ge=1)
+    """Side of the square input images in pixels; with the block count it fixes the head's input."""
     num_classes: int = spec(10, ge=2)
+    """Outputs of the last linear layer: one logit per class."""
     channels: list[int] = spec([32, 64])
+    """Output channels of each conv block; one entry per block, and each block halves the image."""
     kernel_sizes: list[int] = spec([3, 3])
+    """Kernel size of each conv block, odd (padding k // 2 keeps the size); one per block."""
     batch_norm: bool = True
+    """BatchNorm after each convolution (which then has no bias of its own)."""
     hidden_sizes: list[int] = spec([128])
+    """Widths of the MLP head's hidden layers (ReLU, dropout); []: features straight to logits."""
     dropout: float = spec(0.0, ge=0.0, lt=1.0)
+    """Dropout probability after each hidden layer of the head; 0 turns it off."""
 
     def check(self, at: str) -> None:
         if len(self.channels) != len(self.kernel_sizes):
@@ -141,28 +149,49 @@ class EncoderConfig(Schema):
 
     targets = ("research.models.transformer.TransformerEncoder",)
     vocab_size: int = spec(2, ge=2)
+    """Rows of the token embedding: the tokenizer's vocabulary size (the configs use the data's)."""
     d_model: int = spec(128, ge=1)
+    """Width of the residual stream; must be divisible by n_heads."""
     n_layers: int = spec(4, ge=1)
+    """Number of encoder blocks (attention + feed-forward)."""
     n_heads: int = spec(4, ge=1)
+    """Attention (query) heads per block; each head is d_model / n_heads wide."""
     d_ff: int | None = spec(None, ge=1)
+    """Hidden width of each block's feed-forward layer; null: 4 x d_model."""
     dropout: float = spec(0.1, ge=0.0, lt=1.0)
+    """Dropout on the embeddings, the attention weights and each sub-layer's output; 0 for none."""
     bias: bool = True
+    """Biases in the attention and feed-forward linear layers; false drops them all."""
     n_kv_heads: int | None = spec(None, ge=1)
+    """Key/value heads, shared by groups of query heads (GQA; 1 = multi-query); null: n_heads."""
     qk_norm: bool = False
+    """RMS-normalise queries and keys per head before attention (QK-norm)."""
     norm: str = spec("pre", choices=NORMS)
+    """Where each block normalises: pre (before each sub-layer, plus a final norm) or post."""
     norm_type: str = spec("layernorm", choices=NORM_TYPES)
+    """The normalisation layer: LayerNorm or RMSNorm."""
     activation: str = spec("gelu", choices=ACTIVATIONS)
+    """Activation of the feed-forward layer."""
     position: str = spec("rope", choices=POSITIONS)
+    """How positions enter: rotary (rope), added sinusoidal or learned tables, or none."""
     max_len: int = spec(512, ge=1)
+    """Positions of the learned table (the longest input it allows) and of the initial sinusoidal
+    table (grown on demand); unused by rope and none."""
     rope_base: float = spec(10000.0, gt=1.0)
+    """Base of RoPE's frequencies (theta): a larger base gives longer wavelengths."""
     rope_scaling: dict | None = None
+    """RoPE scaling for longer contexts, as HF's rope_scaling block (rope_type linear, ntk, dynamic
+    or yarn, factor, ...); null: none."""
     pad_token_id: int = spec(0, ge=0)
-    embedding_std: float = spec(0.02, gt=0.0)
-    # gpt2: N(0, 0.02), residual-writing projections / sqrt(2 n_layers); xavier: Glorot normal,
-    # no depth scaling (Xiong et al. 2020's setting).
-    init: str = spec("gpt2", choices=INITS)
-    # Causal attention: position t attends to positions <= t only (a left-to-right LM).
-    causal: bool = False
+    """Token id of padding: its embedding row starts at zero and gets no gradient."""
+    embedding_std: float = spec(0.02, gt=0.0, id_if_changed=True)
+    """Std of the token and learned-position embeddings at init (GPT-2's 0.02; torch's
+    nn.Embedding default 1.0 keeps a token's identity dominant in the residual stream)."""
+    init: str = spec("gpt2", choices=INITS, id_if_changed=True)
+    """gpt2: N(0, 0.02), residual-writing projections / sqrt(2 n_layers); xavier: Glorot normal,
+    no depth scaling (Xiong et al. 2020's setting)."""
+    causal: bool = spec(False, id_if_changed=True)
+    """Causal attention: position t attends to positions <= t only (a left-to-right LM)."""
 
     @property
     def head_dim(self) -> int:
@@ -182,15 +211,23 @@ class EncoderConfig(Schema):
 
 @dataclass
 class SequenceClassifierConfig(EncoderConfig):
+    """The encoder plus a linear head on one pooled vector per sequence."""
+
     targets = ("research.models.transformer.SequenceClassifier",)
     num_classes: int = spec(2, ge=2)
+    """Outputs of the head: one logit per class."""
     pooling: str = spec("mean", choices=POOLINGS)
+    """What the head reads: the first token (cls), the mean of the real tokens, or the last real
+    token (where a task puts its query, e.g. associative recall)."""
 
 
 @dataclass
 class MaskedLanguageModelConfig(EncoderConfig):
+    """The encoder plus a vocabulary head (dense, GELU, LayerNorm, then logits per token)."""
+
     targets = ("research.models.transformer.MaskedLanguageModel",)
     tie_weights: bool = True
+    """The vocabulary head's weight is the token embedding itself (Press & Wolf 2017)."""
 
 
 @dataclass
@@ -199,7 +236,9 @@ class CausalLanguageModelConfig(EncoderConfig):
 
     targets = ("research.models.transformer.CausalLanguageModel",)
     causal: bool = True
+    """Must stay true: without the causal mask each position would see the token it predicts."""
     tie_weights: bool = True
+    """The next-token head's weight is the token embedding itself: the head adds no parameters."""
 
     def check(self, at: str) -> None:
         super().check(at)
@@ -213,20 +252,28 @@ class ColBERTConfig(Schema):
 
     targets = ("research.models.colbert.ColBERT",)
     backbone: str | None = None
+    """Hugging Face encoder, a hub id or a local folder; null: the packaged all-MiniLM-L6-v2 when
+    installed, else its hub id."""
     embedding_size: int = spec(128, ge=1)
-    # Room for [CLS], the marker and at least one token besides [SEP].
+    """Width of each token's embedding after the bias-free projection (what the index stores)."""
     max_length_query: int = spec(32, ge=4)
+    """Tokens per query, marker included: queries are padded to it with [MASK] (query augmentation).
+    At least 4: room for [CLS], the marker and at least one token besides [SEP]."""
     max_length_document: int = spec(350, ge=4)
+    """Tokens per document, marker included; longer documents are truncated."""
     attend_to_expansion_tokens: bool = False
+    """Let the encoder attend to a query's [MASK] padding (those positions are always scored)."""
     skiplist_punctuation: bool = True
-    # The tokens skipped (with skiplist_punctuation); null: string.punctuation, one per symbol.
+    """Drop the skiplist's tokens (punctuation) from document embeddings before scoring."""
     skiplist_words: list[str] | None = None
+    """The tokens skipped (with skiplist_punctuation); null: string.punctuation, one per symbol."""
     query_marker: str = "[Q]"
+    """Token put right after [CLS] in queries; added as a special token unless in the vocabulary."""
     document_marker: str = "[D]"
-    # Dropout probability of every backbone dropout layer while training (null: the backbone's
-    # own, 0.1 for MiniLM). 0 fine-tuned the stdlib ColBERT better (+0.017 nDCG@10, 3 seeds) and
-    # the masks cost about a fifth of a CPU step (experiments/colbert_stdlib/README.md).
-    dropout: float | None = spec(None, ge=0.0, lt=1.0)
+    """Token put right after [CLS] in documents; must differ from query_marker."""
+    dropout: float | None = spec(None, ge=0.0, lt=1.0, id_if_changed=True)
+    """Dropout probability of every backbone dropout layer while training (null: the backbone's
+    own, 0.1 for MiniLM)."""
 
     def check(self, at: str) -> None:
         if self.query_marker == self.document_marker:

@@ -27,6 +27,7 @@ class ExactSearchConfig(Schema):
 
     targets = ("research.retrieval.exact.ExactSearcher",)
     memory_budget_mb: float = spec(256.0, gt=0)
+    """Cap in MiB on one block's token similarities against the queries (larger: fewer blocks)."""
 
 
 @dataclass
@@ -37,9 +38,13 @@ class VoyagerConfig(ExactSearchConfig):
 
     targets = ("research.retrieval.voyager.VoyagerIndex",)
     M: int = spec(16, ge=2)
+    """HNSW links per token: more raise recall, memory and build time (fixed once built)."""
     ef_construction: int = spec(200, ge=1)
+    """HNSW search depth while building: higher gives a better graph, built more slowly."""
     ef_search: int = spec(64, ge=1)
+    """HNSW search depth of each token lookup (at least candidates_per_token is searched)."""
     candidates_per_token: int = spec(32, ge=1)
+    """Nearest document tokens fetched per query token; their documents are re-ranked exactly."""
 
 
 @dataclass
@@ -55,16 +60,24 @@ class PlaidConfig(ExactSearchConfig):
     `centroids`, `candidates` and `rerank` are "auto" by default: sized from the corpus as
     research.retrieval.plaid_auto says (centroids from the tokens of the first `add`,
     candidates and rerank from the documents at search time: 1024 / 2048 / 64 at 10k documents,
-    4096 / 8192 / 256 at 100k, the settings measured to reach recall@10 0.95); an integer wins."""
+    4096 / 8192 / 256 at 100k); an integer wins."""
 
     targets = ("research.retrieval.plaid.PlaidIndex",)
     centroids: int | Literal["auto"] = AUTO
+    """k-means centroids, learnt from the first add; "auto": sized from that add's tokens."""
     nbits: int = spec(2, choices=[1, 2, 4, 8])
+    """Bits per residual dimension: more give a closer approximation and a larger index."""
     probes: int = spec(16, ge=1)
+    """Nearest centroids each query token probes for candidate documents (more: more found)."""
     candidates: int | Literal["auto"] = AUTO
+    """Documents decompressed and ranked by MaxSim per query; "auto": from the documents held."""
     rerank: int | Literal["auto"] = AUTO
+    """Best candidates re-ranked exactly on fp16 tokens the index keeps; 0: keep no tokens and
+    return the decompressed ranking. "auto": sized from the documents held."""
     kmeans_iterations: int = spec(10, ge=1)
+    """k-means iterations when learning the centroids."""
     seed: int = spec(0, ge=0)
+    """Seeds the k-means (its token sample and initialisation) and the residual sample."""
 
     def check(self, at: str) -> None:
         """Each of AUTO_SIZED is "auto" or an integer >= its least (bools are no integers)."""

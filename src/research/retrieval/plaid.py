@@ -16,7 +16,7 @@ tokens, which the index keeps beside its codes (memory-mapped when loaded, so on
 re-ranked documents are read). Stage 5 exists because the benchmark's near-tied scores (the 10th
 and 11th best documents differ by ~0.1% of the score at 10k documents) are below decompression's
 error: decompressed ranking alone reached recall@10 0.70 (nbits=2) and 0.87 (nbits=4) against
-exact search even given exact search's own top 100 as candidates (README, "Measured").
+exact search even given exact search's own top 100 as candidates (docs/pages/benchmarks.md).
 `centroids`, `candidates` and `rerank` default to "auto", sized from the corpus by plaid_auto.py
 (centroids when the first `add` builds the index, the others at search time); `resolved` says
 what ran, and the manifest keeps it.

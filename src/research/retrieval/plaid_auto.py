@@ -1,8 +1,8 @@
 """The PLAID index's `auto` sizes: centroids from the tokens indexed, candidates and rerank from
 the documents searched, scaled from the settings measured on this project's benchmark.
 
-Measured (README, "Measured"; benchmarks/colbert_index.py, nbits 2, probes 16): 1024 centroids,
-2048 candidates and rerank 64 reach recall@10 0.969 against exact search at 10k documents
+Measured (docs/pages/benchmarks.md; benchmarks/colbert_index.py, nbits 2, probes 16): 1024
+centroids, 2048 candidates and rerank 64 reach recall@10 0.969 against exact search at 10k documents
 (0.4M tokens), but 0.806 at 100k (4M tokens), where 4096 / 8192 / 256 reach 0.968 (build 275 s).
 Both sizes grow here as the square root of the corpus, rounded to the nearest power of two,
 which gives exactly those two settings: 1024 x sqrt(10) = 3238 -> 4096 centroids and

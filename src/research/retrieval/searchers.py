@@ -16,7 +16,7 @@ from research.retrieval.exact import ExactSearcher, read_manifest
 
 
 def searcher_class(kind: str) -> type[ExactSearcher]:
-    """The class that implements searcher `kind` ("exact" or "voyager")."""
+    """The class that implements searcher `kind` (exact, voyager or plaid)."""
     if kind not in SEARCH_CONFIGS:
         kinds = ", ".join(SEARCH_CONFIGS)
         raise ValueError(f"unknown searcher kind {kind!r}; valid kinds: {kinds}")

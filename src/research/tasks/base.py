@@ -15,7 +15,11 @@ from research.optim.factory import OptimizerFactory, SchedulerFactory, configure
 class Task(L.LightningModule):
     """Holds `net` and `loss`, builds the configured optimizer and per-step scheduler, and logs
     `train/loss` every `log_every_n_steps` (a `self.log` call per step costs ~0.5 ms, and
-    Lightning writes only every n steps anyway)."""
+    Lightning writes only every n steps anyway).
+
+    Every task takes its parts in this order, (net, loss, optimizer, scheduler), then its own
+    declaration (`config` or its fields as keywords); a task with a natural loss of its own
+    (the language models) accepts `loss=None` for it."""
 
     def __init__(
         self,

@@ -24,7 +24,7 @@ from research.tasks.configs import CausalLMConfig
 
 def load_net_weights(net: nn.Module, path: Path) -> None:
     """Start `net` from the network weights of a Lightning checkpoint (read weights-only)."""
-    from research.checkpoints import read_checkpoint
+    from research.tracking.checkpoints import read_checkpoint
 
     state = read_checkpoint(path.expanduser())["state_dict"]
     weights = {k.removeprefix("net."): v for k, v in state.items() if k.startswith("net.")}
@@ -43,9 +43,9 @@ class CausalLMModule(Task):
     def __init__(
         self,
         net: nn.Module,
+        loss: nn.Module | None,
         optimizer: OptimizerFactory,
         scheduler: SchedulerFactory | None = None,
-        loss: nn.Module | None = None,
         config: CausalLMConfig | None = None,
         **params: Any,
     ) -> None:

@@ -15,11 +15,15 @@ from research.retrieval.configs import check_search
 
 @dataclass
 class ClassificationConfig(Schema):
+    """Classification of anything a network maps to logits; logs loss, accuracy, best val/acc."""
+
     targets = ("research.tasks.classification.ClassificationModule",)
     passthrough = ("net",)
     num_classes: int = spec(10, ge=2)
-    # Also logged as val/acc_top<k> when there are clearly more classes than k.
+    """Classes the accuracy metrics count; the network's number of outputs."""
     top_k: int = spec(3, ge=1)
+    """k of the top-k accuracy, also logged as val/acc_top<k> and test/acc_top<k> when there are
+    clearly more classes than k (over 5 classes, k > 1)."""
 
     def check(self, at: str) -> None:
         if self.top_k > self.num_classes:
@@ -28,20 +32,29 @@ class ClassificationConfig(Schema):
 
 @dataclass
 class MaskedLMConfig(Schema):
+    """Masked language modelling with BERT's 80/10/10 corruption; scored on masked tokens only."""
+
     targets = ("research.tasks.masked_lm.MaskedLMModule",)
     passthrough = ("net",)
     mask_rate: float = spec(0.15, gt=0.0, lt=1.0)
+    """Fraction of real tokens chosen for prediction: 80% become [MASK], 10% random, 10% kept."""
     mask_token_id: int = spec(4, ge=0)
+    """The tokenizer's id of [MASK]."""
     vocab_size: int = spec(8000, ge=2)
+    """The tokenizer's vocabulary size: random replacement tokens are drawn below it."""
     special_ids: list[int] = spec([0, 1, 2, 3, 4])
+    """Token ids never chosen for masking (padding, [CLS], [MASK], ...); random replacements are
+    drawn above the first len(special_ids) ids, so these should be the lowest ids."""
 
 
 @dataclass
 class CausalLMConfig(Schema):
+    """Next-token language modelling; logs loss, perplexity (and bits per byte) per length."""
+
     targets = ("research.tasks.causal_lm.CausalLMModule",)
     passthrough = ("net",)
-    # A Lightning checkpoint whose network weights start this run (fine-tuning), or null.
     init_from: str | None = None
+    """A Lightning checkpoint whose network weights start this run (fine-tuning), or null."""
 
     def check(self, at: str) -> None:
         if self.init_from is not None and not Path(self.init_from).expanduser().is_file():
@@ -50,18 +63,23 @@ class CausalLMConfig(Schema):
 
 @dataclass
 class RetrievalConfig(Schema):
+    """Trains a late-interaction retriever; evaluation indexes the corpus and searches it."""
+
     targets = ("research.tasks.retrieval.RetrievalModule",)
     passthrough = ("net",)
     search: dict = field(default_factory=lambda: {"kind": "exact", "k": 100})
+    """The evaluation index: kind (exact, voyager, plaid), its parameters, and k, the depth of the
+    ranking the metrics read."""
     encode_batch_size: int = spec(64, ge=1)
+    """Texts per forward pass when evaluation encodes the corpus and the queries."""
     save_index: bool = False
-    # Embed training texts this many at a time under activation checkpointing (GradCache-style);
-    # null embeds the whole batch at once.
+    """Keep the test index in <run dir>/index/test (research.retrieval.load_searcher reads it)."""
     train_mini_batch_size: int | None = spec(None, ge=1)
-    # Embed a training batch's documents this many at a time, longest first, each chunk padded
-    # to its own longest: the same embeddings with less padding (null: all at once). Queries are
-    # always padded to max_length_query, so they are embedded whole.
-    train_length_bucket: int | None = spec(8, ge=1)
+    """Embed training texts this many at a time under activation checkpointing (GradCache-style);
+    null embeds the whole batch at once."""
+    train_length_bucket: int | None = spec(8, ge=1, id_if_changed=True)
+    """Embed a training batch's documents this many at a time, longest first, each chunk padded
+    to its own longest: the same embeddings, less padding (null: all at once; queries go whole)."""
 
     def check(self, at: str) -> None:
         check_search(at, self.search)

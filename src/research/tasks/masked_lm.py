@@ -48,9 +48,9 @@ class MaskedLMModule(Task):
     def __init__(
         self,
         net: nn.Module,
+        loss: nn.Module | None,
         optimizer: OptimizerFactory,
         scheduler: SchedulerFactory | None = None,
-        loss: nn.Module | None = None,
         config: MaskedLMConfig | None = None,
         **params: Any,
     ) -> None:

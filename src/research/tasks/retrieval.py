@@ -36,7 +36,7 @@ class RetrievalData(Protocol):
 class RetrievalModule(Task):
     """Trains `net` (a ColBERT) with `loss`; evaluation searches with the configured index.
 
-    `search` names the index (`kind: exact | voyager`, its parameters) and `k`, the depth of
+    `search` names the index (`kind: exact | voyager | plaid`, its parameters) and `k`, the depth of
     the ranking that the metrics read; `save_index` keeps the test index under
     `<run dir>/index/<split>` so it can be loaded again with `research.retrieval.load_searcher`.
     """
@@ -65,15 +65,15 @@ class RetrievalModule(Task):
         self._run: dict[str, dict[str, float]] = {}
 
     def training_step(self, batch: dict[str, Any], batch_idx: int) -> torch.Tensor:
-        queries, query_mask = self._embed(batch["queries"], query_mode=True)
-        documents, document_mask = self._embed(batch["documents"], query_mode=False)
+        queries, query_mask = self._embed(batch["queries"], is_query=True)
+        documents, document_mask = self._embed(batch["documents"], is_query=False)
         extra = {"teacher_scores": batch["teacher_scores"]} if "teacher_scores" in batch else {}
         loss = self.loss(queries, query_mask, documents, document_mask, **extra)
         self.train_loss.update(loss.detach())
         self.log_train_loss(loss, batch_size=len(batch["queries"]))
         return loss
 
-    def _embed(self, texts: list[str], query_mode: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    def _embed(self, texts: list[str], is_query: bool) -> tuple[torch.Tensor, torch.Tensor]:
         """Token embeddings of a training batch with autograd, in the order of `texts`.
 
         Documents are embedded `train_length_bucket` at a time, longest first, so each forward
@@ -87,19 +87,19 @@ class RetrievalModule(Task):
         by hand. Gradient accumulation would instead shrink the negatives to one micro-batch's.
         """
         cached = self.train_mini_batch_size
-        bucket = None if query_mode else self.train_length_bucket
+        bucket = None if is_query else self.train_length_bucket
         size = min((s for s in (cached, bucket) if s is not None), default=None)
         if size is None or len(texts) <= size:
-            return self.net.embed(texts, query_mode=query_mode)
+            return self.net.embed(texts, is_query=is_query)
         # Queries are all padded to max_length_query: sorting them would save nothing.
-        order = list(range(len(texts))) if query_mode else self.net.length_order(texts, False)
+        order = list(range(len(texts))) if is_query else self.net.length_order(texts, False)
         parts = []
         for start in range(0, len(order), size):
             chunk = [texts[i] for i in order[start : start + size]]
             if cached is None:
-                parts.append(self.net.embed(chunk, query_mode))
+                parts.append(self.net.embed(chunk, is_query))
             else:
-                parts.append(checkpoint(self.net.embed, chunk, query_mode, use_reentrant=False))
+                parts.append(checkpoint(self.net.embed, chunk, is_query, use_reentrant=False))
         longest = max(embeddings.shape[1] for embeddings, _ in parts)
         embeddings = torch.cat([F.pad(e, (0, 0, 0, longest - e.shape[1])) for e, _ in parts])
         mask = torch.cat([F.pad(m, (0, longest - m.shape[1])) for _, m in parts])
@@ -119,14 +119,14 @@ class RetrievalModule(Task):
         log.info("%s", self._split.described or f"{split}: {len(self._split.corpus)} documents")
         ids = list(self._split.corpus)
         texts = [self._split.corpus[i] for i in ids]
-        embeddings = self.net.encode(texts, query_mode=False, batch_size=self.encode_batch_size)
+        embeddings = self.net.encode(texts, is_query=False, batch_size=self.encode_batch_size)
         self._searcher = build_searcher(self.search_kind, **self.search_params)
         self._searcher.add(ids, embeddings)
         self._run = {}
 
     def _search_step(self, batch: dict[str, Any]) -> None:
         embeddings = self.net.encode(
-            batch["queries"], query_mode=True, batch_size=self.encode_batch_size
+            batch["queries"], is_query=True, batch_size=self.encode_batch_size
         )
         hits = self._searcher.search(embeddings, self.k)
         for query_id, ranked in zip(batch["query_ids"], hits, strict=True):

@@ -6,10 +6,13 @@ already done. Keys that only say where or how a run is observed are left out of 
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import re
 from typing import Any
+
+from research.config.registry import declaration, hashed_target
 
 # Top-level keys and groups that say where, how or under which name a run is launched, watched or
 # resumed, not what it computes: left out of the config hash, and never a reason to split a
@@ -18,10 +21,11 @@ NOT_IDENTITY = frozenset(
     {"seed", "ckpt_path", "paths", "logger", "tags", "task_name", "hydra", "variant", "group"}
     | {"launcher", "trial", "hparams_search"}
 )
-# Keys inside a group with the same role.
+# Keys inside a group with the same role (a search's pruning callback only reports to its study).
 NOT_IDENTITY_NESTED = {
     "trainer": ("enable_progress_bar", "enable_model_summary", "log_every_n_steps"),
     "data": ("data_dir",),
+    "callbacks": ("optuna_pruning",),
 }
 
 
@@ -70,11 +74,38 @@ def flatten(node: Any, at: str = "") -> dict[str, Any]:
     return flat
 
 
+def _as_recorded(node: Any) -> Any:
+    """`node` as run ids have always hashed it: targets under the name they were first recorded
+    with, and fields declared `id_if_changed` left out while they hold their default (they
+    joined their declaration after runs existed, with a default that keeps those runs' result)."""
+    if isinstance(node, list):
+        return [_as_recorded(v) for v in node]
+    if not isinstance(node, dict):
+        return node
+    target = node.get("_target_")
+    schema = declaration(target) if isinstance(target, str) else None
+    quiet = {}
+    if schema is not None:
+        defaults = schema.defaults()
+        quiet = {
+            f.name: defaults.get(f.name)
+            for f in dataclasses.fields(schema)  # type: ignore[arg-type]
+            if f.metadata.get("id_if_changed")
+        }
+    kept = {}
+    for key, value in node.items():
+        if key in quiet and value == quiet[key]:
+            continue
+        kept[key] = hashed_target(value) if key == "_target_" and isinstance(value, str) else value
+        kept[key] = _as_recorded(kept[key])
+    return kept
+
+
 def identity_content(resolved: dict[str, Any]) -> dict[str, Any]:
     """The part of a resolved config that determines a run's result: minus bookkeeping keys
     and the run seed. Two runs with equal content are the same experiment."""
     content = {
-        k: _without_run_seed(v, resolved.get("seed"))
+        k: _as_recorded(_without_run_seed(v, resolved.get("seed")))
         for k, v in resolved.items()
         if k not in NOT_IDENTITY
     }

@@ -15,7 +15,7 @@ from typing import Any
 
 from research.tracking.identity import config_hash, run_id
 from research.tracking.provenance import git_state, package_versions
-from research.tracking.run_dir import METRICS_FILE, write_identity, write_json_atomic
+from research.tracking.run_dir import write_identity
 
 
 def _now() -> str:
@@ -24,7 +24,8 @@ def _now() -> str:
 
 @dataclass
 class RunRecord:
-    """Collects what metrics.json holds while a run goes on; `write` is called exactly once."""
+    """Collects what metrics.json holds while a run goes on; the job writes its `payload` once,
+    when the run ends."""
 
     run_dir: Path
     config: dict[str, Any]
@@ -54,8 +55,9 @@ class RunRecord:
             "versions": self.versions,
         }
 
-    def write(self, status: str, error: str | None = None) -> dict[str, Any]:
-        payload = {
+    def payload(self, status: str, error: str | None = None) -> dict[str, Any]:
+        """What metrics.json holds for a run that ended with `status` (and `error`)."""
+        return {
             "status": status,
             "error": error,
             "run_id": self.run_id,
@@ -80,5 +82,3 @@ class RunRecord:
             "versions": self.versions,
             "run_dir": str(self.run_dir),
         }
-        write_json_atomic(self.run_dir / METRICS_FILE, payload)
-        return payload

@@ -3,24 +3,18 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
+from research.utils.atomic import write_json_atomic
+
 METRICS_FILE = "metrics.json"
 HISTORY_FILE = "history.jsonl"
-# Step rows of the optional gradient-norm callback (research.monitoring.grad_norms.GradNormLogger).
+# Step rows of the optional gradient-norm callback (research.callbacks.grad_norms.GradNormLogger).
 GRAD_NORM_FILE = "grad_norms.jsonl"
 CHECKPOINT_DIR = "checkpoints"
 # Written when a run starts (write_identity): marks a run dir that has no metrics.json yet.
 STARTED_FILE = ".research.json"
-
-
-def write_json_atomic(path: Path, payload: dict[str, Any]) -> None:
-    """Write via a temporary file and rename, so a crash never leaves half a metrics.json."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(payload, indent=2, sort_keys=False, default=str) + "\n")
-    os.replace(tmp, path)
 
 
 def read_metrics(run_dir: Path) -> dict[str, Any] | None:

@@ -16,7 +16,8 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
-from research.tracking.run_dir import read_metrics, write_json_atomic
+from research.tracking.run_dir import read_metrics
+from research.utils.atomic import write_json_atomic
 
 log = logging.getLogger(__name__)
 # Statuses of a job that ended as intended; a pruned search trial was stopped by its study's

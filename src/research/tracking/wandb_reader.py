@@ -36,6 +36,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from research import compat
+
 if TYPE_CHECKING:
     from wandb.proto.wandb_internal_pb2 import Record, RunRecord
 
@@ -118,8 +120,7 @@ def _payloads(data: bytes, path: Path) -> Iterator[bytes]:
 
 def read_records(path: str | os.PathLike[str]) -> Iterator[Record]:
     """Every `Record` protobuf in a `.wandb` file, oldest first (up to any damage)."""
-    from wandb.proto.wandb_internal_pb2 import Record
-
+    record_class = compat.wandb_record()
     path = Path(path)
     data = path.read_bytes()
     if not data.startswith(_MAGIC[: len(data)]):
@@ -129,7 +130,7 @@ def read_records(path: str | os.PathLike[str]) -> Iterator[Record]:
             f"{path} is W&B log format version {data[len(_MAGIC)]}; this reader knows {_VERSION}"
         )
     for payload in _payloads(data, path):
-        record = Record()
+        record = record_class()
         record.ParseFromString(payload)
         yield record
 

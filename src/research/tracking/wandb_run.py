@@ -17,6 +17,8 @@ from hydra.utils import instantiate
 from lightning.pytorch.loggers import Logger, WandbLogger
 from lightning.pytorch.utilities import rank_zero_only
 
+from research import compat
+
 
 def _new_wandb_id() -> str:
     """8 lowercase letters/digits, the shape of the ids W&B generates itself."""
@@ -43,7 +45,10 @@ def build_loggers(
             extra.update(id=used_id, resume="allow" if wandb_id else None)
             if not cfg.get("name") and name:
                 extra["name"] = name
-        loggers.append(instantiate({**cfg, **extra}))
+        logger = instantiate({**cfg, **extra})
+        if isinstance(logger, WandbLogger):
+            compat.wandb_logger_without_anonymous(logger)
+        loggers.append(logger)
     return loggers, used_id
 
 
@@ -67,7 +72,7 @@ def finish_loggers(loggers: list[Logger], exit_code: int, summary: dict[str, Any
         return
     for logger in loggers:
         if isinstance(logger, WandbLogger):
-            if logger._experiment is not None:  # noqa: SLF001 - only finish a run that started
+            if compat.wandb_logger_started(logger):  # only finish a run that started
                 logger.experiment.summary.update(summary)
                 logger.experiment.finish(exit_code=exit_code)
         else:

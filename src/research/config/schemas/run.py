@@ -9,24 +9,46 @@ from research.config.schema import Schema, spec
 
 @dataclass
 class TrainRun(Schema):
+    """The top-level keys of train.yaml, the entry config of `research-train`."""
+
     targets = ("@train",)
     task_name: str = "train"
+    """Names the runs' folder (<log_dir>/<task_name>/runs/...), the job's log file and W&B job type
+    (without a variant); not part of the run id."""
     seed: int = spec(0, ge=0)
+    """Seed of every RNG; 0 is a valid seed. Part of the run id (config hash + seed)."""
     tags: list[str] = spec([])
+    """W&B tags of this run (research-ablate adds "ablation" and the ablation's name)."""
     group: str | None = None
+    """W&B group of this run (research-ablate sets it to the ablation's name)."""
     variant: str | None = None
+    """Name of the ablation variant this run belongs to (set by research-ablate); W&B job_type."""
     trial: int | None = None
+    """Optuna trial number of this run (set by the hparams_search sweeper); in metrics.json, W&B."""
     experiment: str | None = None
+    """Name of the experiment config in use (set by experiment/*.yaml), reported in metrics.json."""
     train: bool = True
+    """Fit the model; false skips fitting (only the test stage runs, if `test` is set)."""
     test: bool = True
+    """Test after fitting: the best checkpoint when one was saved, else the final weights."""
     ckpt_path: str | None = None
+    """Resume: null, "last" (this config's newest unfinished run) or a path to a .ckpt file. With
+    null, a run dir that already holds last.ckpt (a requeued job) continues from it."""
 
 
 @dataclass
 class EvalRun(Schema):
+    """The top-level keys of eval.yaml: `research-eval` re-evaluates a finished run."""
+
     targets = ("@eval",)
     task_name: str = "eval"
+    """Names the evaluations' folder (<log_dir>/<task_name>/runs/...) and the job's log file."""
     run_dir: str = ""
+    """The run directory to evaluate (it holds .hydra/config.yaml and checkpoints/); required."""
     ckpt: str = "best"
+    """Which checkpoint: best, last, or a path to a .ckpt file."""
     split: str = spec("test", choices=["test", "val"])
+    """Split to evaluate: test or val."""
     overrides: list[str] = spec([])
+    """Changes to the run's saved config for this evaluation only, as key=value strings, e.g.
+    'overrides=["data.eval_num_pairs=[32]","model.net.rope_scaling.rope_type=linear"]'."""

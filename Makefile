@@ -1,0 +1,40 @@
+# Everything a newcomer needs, with only Python >= 3.10 installed (README.md):
+#   make train   set up what is missing, then train the default CNN on digits (ARGS="..." adds overrides)
+#   make test    set up what is missing, then run the quick tests
+#   make test-all  the whole suite, slow tests included (what .ci/run runs)
+#   make docs    the documentation site, into docs/site/
+
+PYTHON ?= python3
+VENV ?= .venv
+# The PyTorch build. Any torch>=2.1 works (pyproject.toml); this pair is the one the tests run
+# with. For a CPU-only build on Linux add `--index-url https://download.pytorch.org/whl/cpu`,
+# for a given CUDA that CUDA's index (https://pytorch.org/get-started/locally/); PyPI's macOS
+# wheels use the CPU and Apple's GPU.
+TORCH ?= torch==2.14.1 torchvision==0.29.1
+ARGS ?=
+
+BIN := $(VENV)/bin
+READY := $(VENV)/.ready
+
+.PHONY: train test test-all docs
+
+$(READY): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet $(TORCH)
+	$(BIN)/python -m pip install --quiet -e ".[all,dev]"
+	touch $@
+
+train: $(READY)
+	$(BIN)/research-train $(ARGS)
+
+# The quick tests run in two worker processes (pytest-xdist); the slow ones (signals, DDP,
+# SLURM, whole searches and ablations) one at a time, as they time processes against each other.
+test: $(READY)
+	$(BIN)/python -m pytest -m "not slow" -n 2 -q
+
+test-all: test
+	$(BIN)/python -m pytest -m slow -q
+
+docs: $(READY)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict -f docs/mkdocs.yml

@@ -1,0 +1,92 @@
+"""The Python API, for notebooks and scripts: the same configs, checks, builds and runs as the
+command line.
+
+    import research
+
+    cfg = research.compose("train", ["model=cnn", "trainer.max_epochs=2"])
+    datamodule, module = research.build(cfg)   # what research-train would build, untrained
+    run = research.train(cfg)                  # a run dir exactly like research-train's
+    run.status, run.run_dir, run.best["val/acc"]
+
+Paths resolve as for the command line: under $RESEARCH_ROOT, else the project whose conf/ is
+used (the checkout), else the current directory (said on stderr); `paths.root=<dir>` chooses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig
+
+from research.config.compose import compose_all
+from research.config.errors import ConfigError
+from research.config.validate import validate
+from research.utils.logging_state import root_logging_restored
+
+
+@dataclass(frozen=True)
+class Run:
+    """How a run ended, read from its metrics.json."""
+
+    run_dir: Path
+    status: str
+    best: dict[str, Any] = field(default_factory=dict)
+    final: dict[str, Any] = field(default_factory=dict)
+    record: dict[str, Any] = field(default_factory=dict, repr=False)
+
+
+def compose(config_name: str = "train", overrides: Sequence[str] = ()) -> DictConfig:
+    """The config `research-<config_name> <overrides>` would run, checked against the
+    declarations (a mistake raises ConfigError with the CLI's one-line message). Like Hydra's
+    `compose(..., return_hydra_config=True)` it keeps the `hydra` node, which says where a run
+    of it goes; edit the other values freely before `build` or `train`."""
+    (cfg,) = compose_all(config_name, list(overrides), single=True)
+    validate(cfg, entry=config_name)
+    return cfg
+
+
+def build(cfg: DictConfig) -> tuple[Any, Any]:
+    """(datamodule, LightningModule) of a composed config, seeded as a run of it would be."""
+    import lightning as L
+
+    from research.run.build import build_task
+
+    config = validate(cfg)
+    L.seed_everything(config["seed"], workers=True, verbose=False)
+    return build_task(config)
+
+
+def _preflight(config: dict[str, Any]) -> None:
+    from research.run.preflight import check_accelerator, check_ckpt_path, check_writable
+
+    check_writable(Path(config["paths"]["log_dir"]), "paths.log_dir")
+    check_ckpt_path(config)
+    check_accelerator(config)
+
+
+def train(cfg: DictConfig) -> Run:
+    """Train, test and record one run of a config from `compose`, in a new run dir named as
+    research-train names it; returns how it ended (a failed run is a Run with status
+    `failed`, its error in `record["error"]`, as research-train records it)."""
+    from research import compat
+    from research.config.paths import config_dir
+    from research.run.fit import train as train_task
+    from research.tracking.run_dir import read_metrics
+
+    if not isinstance(cfg, DictConfig) or "hydra" not in cfg:
+        raise ConfigError("train(cfg) needs a config from research.compose (it has no hydra node)")
+    _preflight(validate(cfg))
+    with root_logging_restored():
+        done = compat.hydra_run_job(cfg, train_task, str(config_dir()))
+    run_dir = Path(done.hydra_cfg.hydra.runtime.output_dir)
+    record = read_metrics(run_dir) or {}
+    return Run(
+        run_dir=run_dir,
+        status=str(record.get("status", "failed")),
+        best=dict(record.get("best") or {}),
+        final=dict(record.get("final") or {}),
+        record=record,
+    )

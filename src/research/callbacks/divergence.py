@@ -1,0 +1,31 @@
+"""Stop a run at the first non-finite training loss: status `diverged`, not hours on garbage."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import lightning as L
+import torch
+
+
+class DivergedError(RuntimeError):
+    """The training loss became NaN or infinite; the run stops with status `diverged`."""
+
+
+class DivergenceGuard(L.Callback):
+    """Stops the run at the first non-finite training loss instead of training on garbage."""
+
+    def on_train_batch_end(
+        self,
+        trainer: L.Trainer,
+        pl_module: L.LightningModule,
+        outputs: Any,
+        batch: Any,
+        batch_idx: int,
+    ) -> None:
+        loss = outputs.get("loss") if isinstance(outputs, dict) else outputs
+        if isinstance(loss, torch.Tensor) and not torch.isfinite(loss).all():
+            raise DivergedError(
+                f"train/loss became {loss.item()} at epoch {trainer.current_epoch}, step "
+                f"{trainer.global_step}; lower optimizer.lr, add warmup or gradient clipping"
+            )

@@ -1,0 +1,274 @@
+"""The Hydra application behind `research-train` and `research-eval`: check the command line before
+torch or Lightning load, hand it to Hydra, and map the jobs' outcomes to an exit status.
+
+Both take Hydra's usual arguments (overrides, `-m`, `--cfg`, `--help`). Every job's config is
+composed and checked against the declarations first; a mistake exits with status 2 and one line.
+A job that fails exits with status 1.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from research import compat
+from research.cli.help import node_help, usage
+from research.config.compose import compose_all, hydra_node, planned_jobs
+from research.config.errors import ConfigError
+from research.config.paths import config_dir
+from research.config.validate import undeclared, validate
+from research.run.signals import Interrupted, signals_raise
+from research.tracking.run_lock import RunDirBusy, RunDirLock
+
+# The user's command line, as every job records it.
+COMMAND_ENV = "RESEARCH_COMMAND"
+# Hydra flags that only print information; they skip the schema check.
+INFO_FLAGS = ("help", "hydra_help", "info", "shell_completion")
+
+
+def train_task(cfg: Any) -> Any:
+    """The Hydra task of research-train (imports torch and Lightning only when a job runs)."""
+    from research.run.fit import train
+
+    return train(cfg)
+
+
+def eval_task(cfg: Any) -> Any:
+    """The Hydra task of research-eval."""
+    from research.run.evaluate import evaluate
+
+    return evaluate(cfg)
+
+
+def _check_saved_runs(configs: list[dict[str, Any]]) -> None:
+    """research-eval: the evaluated run's saved config with this evaluation's overrides must
+    pass the same schema check as a research-train command line, and the checkpoint to test
+    must be there."""
+    from research.config.saved_run import saved_run_config
+    from research.run.preflight import eval_checkpoint
+
+    for config in configs:
+        saved_run_config(config["run_dir"], config.get("overrides") or [])
+        eval_checkpoint(Path(config["run_dir"]).expanduser().resolve(), config["ckpt"])
+
+
+def _check_machine(configs: list[dict[str, Any]], hydra: Any) -> None:
+    """What the schemas cannot know: files, folders and devices of this machine. Jobs that run
+    elsewhere (SLURM) are not checked against this machine's devices."""
+    from research.run.preflight import check_accelerator, check_ckpt_path, check_writable
+
+    remote = "slurm" in str(hydra.launcher.get("_target_", "")).lower()
+    for log_dir in sorted({str(c["paths"]["log_dir"]) for c in configs}):
+        check_writable(Path(log_dir), "paths.log_dir")
+    for config in configs:
+        check_ckpt_path(config)
+        if not remote:
+            check_accelerator(config)
+
+
+def _modes(parsed: Any) -> list[str]:
+    """The Hydra run modes a command line asks for; Hydra accepts one and otherwise fails with a
+    traceback after composing."""
+    flags = (
+        ("-m", parsed.multirun),
+        ("--run", parsed.run),
+        ("--cfg", bool(parsed.cfg)),
+        ("--info", parsed.info is not None),
+        ("--shell-completion", parsed.shell_completion),
+    )
+    return [name for name, given in flags if given]
+
+
+def _explicit(args: list[str], key: str) -> str | None:
+    """The value of a `key=value` argument, unquoted; None when absent."""
+    found = [a.split("=", 1)[1] for a in args if a.startswith(f"{key}=")]
+    return found[-1].strip("'\"") if found else None
+
+
+def _is_rank_zero() -> bool:
+    """Lightning's DDP launcher and SLURM start the other ranks with the same command line;
+    only rank zero owns the run dir."""
+    return all(os.environ.get(var, "0") == "0" for var in ("RANK", "LOCAL_RANK", "SLURM_PROCID"))
+
+
+def _reused_run_dir(args: list[str], config: dict[str, Any]) -> Path | None:
+    """The existing run dir a single run continues: `hydra.run.dir=<dir>`, or for
+    `ckpt_path=last` this config's newest unfinished run (pinned in `args`)."""
+    from research.tracking.identity import run_id
+    from research.tracking.run_dir import find_unfinished_run
+
+    explicit = _explicit(args, "hydra.run.dir")
+    if explicit is not None:
+        return None if "${" in explicit else Path(explicit).expanduser().absolute()
+    if config.get("ckpt_path") != "last":
+        return None
+    log_dir = Path(config["paths"]["log_dir"])
+    previous = find_unfinished_run(log_dir, run_id(config))
+    if previous is None:
+        raise ConfigError(
+            f"ckpt_path=last: no unfinished run with run id {run_id(config)} under {log_dir}; "
+            "start without ckpt_path or pass a .ckpt path"
+        )
+    args.append(f"hydra.run.dir='{previous}'")
+    return previous
+
+
+def _claim(run_dir: Path | None, config: dict[str, Any]) -> RunDirLock | None:
+    """Before Hydra writes into a reused run dir: it must hold this config's run, and no other
+    live process may be using it."""
+    from research.run.preflight import check_run_dir_identity
+
+    if run_dir is None or not run_dir.is_dir():
+        return None
+    check_run_dir_identity(run_dir, config)
+    return RunDirLock(run_dir).acquire() if _is_rank_zero() else None
+
+
+def _print_help(prog: str, config_name: str, args: list[str]) -> int:
+    """`--help`: the usage; `--help NODE ...`: the declared fields of each NODE in the config
+    the overrides on the same command line compose."""
+    nodes = [a for a in args if not a.startswith("-") and "=" not in a]
+    if not nodes:
+        print(usage(prog, config_name))
+        return 0
+    overrides = [a for a in args if not a.startswith("-") and "=" in a]
+    print(node_help(config_name, overrides, nodes))
+    return 0
+
+
+def _warn_undeclared(prog: str, configs: list[dict[str, Any]]) -> None:
+    """One line per `_target_` that no declaration checks: its values reach it unchecked."""
+    for node in dict.fromkeys(n for config in configs for n in undeclared(config)):
+        print(
+            f"{prog}: warning: {node} has no declaration, so its values are not checked before "
+            "the run; declare its parameters in the configs.py of its package",
+            file=sys.stderr,
+        )
+
+
+def _sweep_failures(folder: Path) -> int:
+    """Jobs of a finished multirun that did not complete, from its sweep_summary.json (written
+    by the SweepSummary callback); a sweep that left no summary counts as failed."""
+    from research.tracking.sweep_summary import failures
+
+    try:
+        # A pruned search trial was stopped on purpose by its study's pruner: not a failure.
+        return failures(json.loads((folder / "sweep_summary.json").read_text()))
+    except (OSError, ValueError, KeyError):
+        return 1
+
+
+def run(
+    prog: str,
+    config_name: str,
+    task: Callable[[Any], Any],
+    argv: Sequence[str] | None = None,
+    command: str | None = None,
+) -> int:
+    """Check the command line, hand it to Hydra, and map the jobs' outcome to an exit code.
+
+    `command` is the line the user typed (research-ablate's, not the sweep it starts); every
+    job records it (RESEARCH_COMMAND, so jobs in other processes see it too)."""
+    import hydra
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    os.environ[COMMAND_ENV] = command or shlex.join([prog, *args])
+    try:
+        if "--help" in args or "-h" in args:
+            return _print_help(prog, config_name, args)
+    except ConfigError as err:
+        print(f"{prog}: error: {err}", file=sys.stderr)
+        return 2
+    parsed = compat.hydra_args_parser().parse_args(args)
+    modes = _modes(parsed)
+    if len(modes) > 1:
+        print(
+            f"{prog}: error: {' and '.join(modes)} cannot be combined; give one of them "
+            "(`--cfg job` shows one job: one value per key, no -m)",
+            file=sys.stderr,
+        )
+        return 2
+    info_only = any(getattr(parsed, flag, None) for flag in INFO_FLAGS)
+    informative = info_only or bool(parsed.cfg)
+    multirun: Path | None = None
+    planned: list[list[str]] | None = None
+    lock: RunDirLock | None = None
+    if not info_only:
+        try:
+            composed = compose_all(config_name, parsed.overrides, single=not parsed.multirun)
+            configs = [validate(cfg, entry=config_name) for cfg in composed]
+            _warn_undeclared(prog, configs)
+            if config_name == "eval":
+                _check_saved_runs(configs)
+            if not informative:
+                hydra_cfg = hydra_node(composed[0])
+                _check_machine(configs, hydra_cfg)
+                if parsed.multirun:
+                    multirun = Path(str(hydra_cfg.sweep.dir))
+                    planned = planned_jobs(hydra_cfg, parsed.overrides)
+                    if _explicit(args, "hydra.sweep.dir") is None:
+                        args.append(f"hydra.sweep.dir='{multirun}'")
+                elif config_name == "train":
+                    lock = _claim(_reused_run_dir(args, configs[0]), configs[0])
+        except (ConfigError, RunDirBusy) as err:
+            print(f"{prog}: error: {err}", file=sys.stderr)
+            return 2
+    outcomes: list[Any] = []
+    started: list[int] = []
+
+    def job(cfg: Any) -> Any:
+        from hydra.core.hydra_config import HydraConfig
+        from omegaconf import OmegaConf
+
+        started.append(int(OmegaConf.select(HydraConfig.get(), "job.num", default=0) or 0))
+        outcome = task(cfg)
+        outcomes.append(outcome)
+        if outcome.interrupted is not None and multirun is not None:
+            raise outcome.interrupted  # stops the sweep: no further job starts
+        return outcome.value
+
+    # Keep argv[0]: Lightning's DDP launcher re-runs it for the other ranks.
+    saved_argv = sys.argv
+    sys.argv = [sys.argv[0] if sys.argv and sys.argv[0] else prog, *args]
+    main = hydra.main(config_path=str(config_dir()), config_name=config_name, version_base="1.3")
+    try:
+        with signals_raise():
+            main(job)()
+    except Interrupted as stop:
+        return _stopped(prog, stop, multirun, planned, started, bool(outcomes))
+    finally:
+        sys.argv = saved_argv
+        if lock is not None:
+            lock.release()
+    if informative:
+        return 0
+    if multirun is not None:
+        return 1 if _sweep_failures(multirun) else 0
+    return outcomes[0].exit_code if len(outcomes) == 1 else 1
+
+
+def _stopped(
+    prog: str,
+    stop: Interrupted,
+    multirun: Path | None,
+    planned: list[list[str]] | None,
+    started: list[int],
+    any_job_ended: bool,
+) -> int:
+    """A signal ended the command: a sweep records which jobs never started; the exit status
+    is 128 + the signal (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP)."""
+    from research.tracking.sweep_summary import record_stopped_sweep
+
+    if multirun is not None:
+        never = None
+        if planned is not None:
+            never = [" ".join(job) for i, job in enumerate(planned) if i not in started]
+        record_stopped_sweep(multirun, never, stop.name)
+    elif not any_job_ended:
+        print(f"{prog}: interrupted by {stop.name} before the run started", file=sys.stderr)
+    return stop.exit_code

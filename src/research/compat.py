@@ -1,0 +1,130 @@
+"""Every private API of a third-party library the project relies on, in one place.
+
+Each function wraps one use, with the reason no public API serves, so an upgrade that changes one
+of them breaks here and in its test (tests/test_compat.py), not somewhere in a run. Importing
+this module imports none of the libraries: each is imported where it is used.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+
+def hydra_args_parser() -> argparse.ArgumentParser:
+    """Hydra's own command-line parser: the CLI reads the flags (-m, --cfg, --help) exactly as
+    `hydra.main` will, before composing anything. Hydra keeps it in `hydra._internal.utils`."""
+    from hydra._internal.utils import get_args_parser
+
+    return get_args_parser()
+
+
+def hydra_basic_sweep_jobs(overrides: list[Any]) -> list[list[str]]:
+    """The override list of every job Hydra's basic sweeper launches for parsed `overrides`, in
+    its launch order (a sweep stopped by a signal records which jobs never started)."""
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+
+    return BasicSweeper.split_arguments(overrides, None)[0]
+
+
+def hydra_run_job(cfg: Any, task: Any, config_dir: str) -> Any:
+    """Run `task` on a composed config (with its `hydra` node) as Hydra runs a single job: the
+    run dir named and created, .hydra/ saved, logging configured, HydraConfig set, Hydra's job
+    callbacks called; returns Hydra's JobReturn. Hydra exposes `run_job` publicly but builds
+    its context (config loader, callbacks, job name) only inside `hydra.main`."""
+    from hydra import initialize_config_dir
+    from hydra._internal.callbacks import Callbacks
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.core.utils import JobRuntime, run_job
+    from hydra.types import HydraContext
+
+    with initialize_config_dir(config_dir=config_dir, version_base="1.3"):
+        loader = GlobalHydra.instance().hydra.config_loader  # type: ignore[union-attr]
+        context = HydraContext(config_loader=loader, callbacks=Callbacks(cfg))
+        JobRuntime.instance().set("name", str(cfg.hydra.job.name))
+        return run_job(
+            task_function=task,
+            config=cfg.copy(),
+            job_dir_key="hydra.run.dir",
+            job_subdir_key=None,
+            hydra_context=context,
+        )
+
+
+def omegaconf_child(node: Any, key: Any) -> Any:
+    """The child node of a DictConfig without resolving or converting it (nested DictConfigs
+    and ListConfigs stay themselves), for walking a config that may hold interpolations."""
+    return node._get_node(key)  # noqa: SLF001
+
+
+def lightning_reruns_command_line(strategy: Any) -> bool:
+    """True when Lightning starts this node's other ranks by re-running `sys.argv` (its
+    subprocess script launcher), which inside a sweep would re-run the whole sweep per rank."""
+    from lightning.pytorch.strategies.launchers import _SubprocessScriptLauncher
+
+    return isinstance(getattr(strategy, "launcher", None), _SubprocessScriptLauncher)
+
+
+def wandb_logger_started(logger: Any) -> bool:
+    """Whether a Lightning WandbLogger has created its W&B run; its `experiment` property would
+    start one, so finishing a job that never logged must look at the private attribute."""
+    return logger._experiment is not None  # noqa: SLF001
+
+
+def wandb_logger_without_anonymous(logger: Any) -> None:
+    """Stop Lightning's WandbLogger from passing `anonymous=None` to `wandb.init`: W&B >= 0.19
+    warns on any value of that retired setting, and Lightning always sends the key."""
+    logger._wandb_init.pop("anonymous", None)  # noqa: SLF001
+
+
+def wandb_record() -> Any:
+    """The protobuf class of one record of a W&B run file (`run-<id>.wandb`). W&B keeps it in
+    its internal protocol module, and ships no reader of its own since its core moved to Go."""
+    from wandb.proto.wandb_internal_pb2 import Record
+
+    return Record
+
+
+def optuna_trial(study: Any, number: int) -> Any:
+    """A live `optuna.Trial` for trial `number` of `study` (loaded from its storage), as a job in
+    another process needs to report intermediate values to it; Optuna only knows a trial's
+    storage id inside the study."""
+    import optuna
+
+    storage = study._storage  # noqa: SLF001
+    trial_id = storage.get_trial_id_from_study_id_trial_number(study._study_id, number)  # noqa: SLF001
+    return optuna.trial.Trial(study, trial_id)
+
+
+def optuna_live_trial(study: Any, frozen: Any) -> Any:
+    """The live trial behind a running FrozenTrial (only a live one takes user attributes)."""
+    import optuna
+
+    return optuna.trial.Trial(study, frozen._trial_id)  # noqa: SLF001
+
+
+def optuna_grid_point(trial: Any) -> tuple[int | None, Any]:
+    """(grid point id, search space) a GridSampler stored on a trial, (None, None) for a trial of
+    another sampler; Optuna keeps both in the trial's system attributes."""
+    attrs = trial.system_attrs
+    return attrs.get("grid_id"), attrs.get("search_space")
+
+
+def optuna_grid_sampler(unvisited: Any, search_space: dict[str, Any], seed: int | None) -> Any:
+    """Optuna's GridSampler whose choice of the grid points left to try goes through
+    `unvisited(sampler, study, ids)` (ids: the points Optuna counts as left), and which leaves
+    stopping to its caller: Optuna's own stops the study from `after_trial`, which only works
+    inside `Study.optimize`, not under ask and tell."""
+    import optuna
+
+    class GridSampler(optuna.samplers.GridSampler):
+        def _get_unvisited_grid_ids(self, study: Any) -> list[int]:
+            return unvisited(self, study, super()._get_unvisited_grid_ids(study))
+
+        def same_search_space(self, space: Any) -> bool:
+            return self._same_search_space(space)
+
+        def after_trial(self, study: Any, trial: Any, state: Any, values: Any) -> None:
+            """Nothing to stop: the sweeper ends the search once `is_exhausted(study)`."""
+
+    return GridSampler(search_space, seed=seed)

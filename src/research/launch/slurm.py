@@ -1,0 +1,58 @@
+"""What a job under SLURM needs to know about itself: is it being requeued or ended?
+
+SLURM ends a job the same way for `scancel`, a time limit and `scontrol requeue` (preemption):
+SIGTERM to every process of the job, SIGKILL after `KillWait`. Only a job that will not come back
+should record a final status; a requeued one leaves that to its next attempt.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+
+def job_id() -> str | None:
+    """This process's SLURM job id (an array task has its own), or None outside SLURM."""
+    return os.environ.get("SLURM_JOB_ID")
+
+
+def display_id() -> str | None:
+    """The id `squeue` shows: `<array>_<task>` for an array task, else the job id."""
+    array, task = os.environ.get("SLURM_ARRAY_JOB_ID"), os.environ.get("SLURM_ARRAY_TASK_ID")
+    return f"{array}_{task}" if array and task else job_id()
+
+
+def ending() -> str | None:
+    """How SLURM is ending this job: "requeued" (its restart count went up), "cancelled"
+    (scancel), "timeout" (its time limit); None when it is not, or outside SLURM."""
+    job = job_id()
+    if job is None:
+        return None
+    try:
+        # By its array name: the first task of an array has the array's own id as its job id,
+        # and `scontrol show job <array id>` lists every task.
+        shown = subprocess.run(
+            ["scontrol", "show", "job", "-o", display_id() or job],
+            capture_output=True,
+            text=True,
+            timeout=15,
+            check=True,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return ending_from(shown, job, int(os.environ.get("SLURM_RESTART_COUNT") or 0))
+
+
+def ending_from(shown: str, job: str, attempt: int) -> str | None:
+    """`ending` read from `scontrol show job -o` output (one line per job, `Key=Value` fields)
+    for job `job` on its attempt `attempt` (SLURM_RESTART_COUNT)."""
+    line = next((ln for ln in shown.splitlines() if ln.startswith(f"JobId={job} ")), "")
+    fields = dict(token.split("=", 1) for token in line.split() if "=" in token)
+    state = fields.get("JobState", "")
+    if int(fields.get("Restarts", "0")) > attempt or state in ("REQUEUED", "PREEMPTED"):
+        return "requeued"
+    if state == "TIMEOUT" or fields.get("Reason") == "TimeLimit":
+        return "timeout"
+    # While this process still runs, COMPLETING means SLURM is ending the job (scancel shows
+    # CANCELLED only once every process is gone).
+    return "cancelled" if state in ("CANCELLED", "COMPLETING") else None

@@ -1,1 +1,0 @@
-"""What a run can watch besides its metrics: per-layer gradient norms (`callbacks=grad_norm`)."""

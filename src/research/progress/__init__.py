@@ -1,1 +1,0 @@
-"""Training progress as log lines for runs nobody watches in a terminal (`log.ProgressLog`)."""

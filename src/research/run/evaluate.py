@@ -1,0 +1,55 @@
+"""The evaluation task: re-test a finished run's checkpoint with that run's own saved config."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import lightning as L
+from lightning.pytorch.loggers import Logger
+from omegaconf import DictConfig
+
+from research.config.saved_run import saved_run_config
+from research.run.build import build_task
+from research.run.job import JobOutcome, run_job
+from research.run.preflight import eval_checkpoint
+from research.run.resume import check_fits, model_family
+from research.tracking.checkpoints import read_checkpoint
+from research.tracking.record import RunRecord
+
+
+def _evaluate(config: dict[str, Any], record: RunRecord, _: list[Logger]) -> Any:
+    source = Path(config["run_dir"]).expanduser().resolve()
+    train_config = saved_run_config(source, config.get("overrides") or [])
+    checkpoint = eval_checkpoint(source, config["ckpt"])
+    saved = read_checkpoint(checkpoint)
+    L.seed_everything(train_config["seed"], verbose=False)
+    datamodule, module = build_task(train_config)
+    check_fits(checkpoint, saved, module, model_family(train_config))
+    del saved
+    saved_trainer = train_config["trainer"]
+    trainer = L.Trainer(
+        accelerator=saved_trainer["accelerator"],
+        devices=1,
+        precision=saved_trainer["precision"],
+        limit_test_batches=saved_trainer.get("limit_test_batches"),
+        limit_val_batches=saved_trainer.get("limit_val_batches"),
+        logger=False,
+        default_root_dir=str(record.run_dir),
+        enable_progress_bar=False,
+    )
+    run = trainer.test if config["split"] == "test" else trainer.validate
+    results = run(module, datamodule=datamodule, ckpt_path=str(checkpoint))
+    metrics = {k: v for result in results for k, v in result.items()}
+    record.fields.update(
+        source_run_dir=str(source),
+        checkpoint=str(checkpoint),
+        eval_overrides=list(config.get("overrides") or []),
+        final=metrics,
+    )
+    return metrics
+
+
+def evaluate(cfg: DictConfig) -> JobOutcome:
+    """Hydra task of `research-eval`; writes the metrics to its own run dir's metrics.json."""
+    return run_job("research-eval", cfg, _evaluate)

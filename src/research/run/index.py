@@ -1,0 +1,42 @@
+"""Encode a BEIR corpus with a trained run's ColBERT and save a search index over it (the work of
+`research-index`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from research.config.saved_run import saved_run_config
+from research.data.beir.sources import Folder
+from research.retrieval.searchers import build_searcher
+from research.run.build import build_task
+from research.run.preflight import eval_checkpoint
+from research.tracking.checkpoints import read_checkpoint
+
+
+def build_index(
+    run_dir: str | Path,
+    corpus: str | Path,
+    out: str | Path,
+    kind: str,
+    params: dict[str, Any],
+    ckpt: str = "best",
+    batch_size: int = 64,
+) -> Any:
+    """Encode the BEIR corpus with the run's network at checkpoint `ckpt`, index it, save it."""
+    config = saved_run_config(Path(run_dir))
+    _, task = build_task(config)
+    state = read_checkpoint(eval_checkpoint(Path(run_dir), ckpt))["state_dict"]
+    task.load_state_dict(state)
+    documents = Folder(Path(corpus)).corpus
+    ids = list(documents)
+    embeddings = task.net.encode(
+        [documents[i] for i in ids],
+        is_query=False,
+        batch_size=batch_size,
+        show_progress_bar=True,
+    )
+    searcher = build_searcher(kind, **params)
+    searcher.add(ids, embeddings)
+    searcher.save(Path(out))
+    return searcher

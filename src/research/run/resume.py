@@ -1,0 +1,62 @@
+"""Which checkpoint a run continues from, and whether a checkpoint fits the model a config
+builds."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from torch import nn
+
+from research.tracking.checkpoints import CheckpointError
+from research.tracking.run_dir import CHECKPOINT_DIR, find_resume_checkpoint
+
+
+def model_family(config: dict[str, Any]) -> str:
+    """The model a config builds, as its task and network class names, e.g.
+    `ClassificationModule(CNN)`: what a checkpoint must come from to be loaded into it."""
+    model = config.get("model") or {}
+    task = str(model.get("_target_", "?")).rsplit(".", 1)[-1]
+    net = (model.get("net") or {}).get("_target_")
+    return f"{task}({str(net).rsplit('.', 1)[-1]})" if net else task
+
+
+def check_fits(path: Path, checkpoint: dict[str, Any], module: nn.Module, family: str) -> None:
+    """Refuse a checkpoint of another model in one line, naming both (Lightning would report a
+    truncated list of missing and unexpected keys)."""
+    saved = (checkpoint.get("research") or {}).get("model")
+    if saved and saved != family:
+        raise CheckpointError(
+            f"checkpoint {path} holds a {saved} model; this config builds a {family}"
+        )
+    have, want = set(checkpoint.get("state_dict") or {}), set(module.state_dict())
+    if have != want:
+        raise CheckpointError(
+            f"checkpoint {path} does not fit this config's {family}: {len(want - have)} of its "
+            f"weights are missing (e.g. {min(want - have, default='-')}) and "
+            f"{len(have - want)} are not in it (e.g. {min(have - want, default='-')}); "
+            f"it comes from {saved or 'another model'}"
+        )
+
+
+def resolve_resume(
+    ckpt_path: str | None, run_dir: Path, log_root: Path, run_id: str
+) -> Path | None:
+    """`ckpt_path=last` finds this config's unfinished run; a path must exist. With null, a
+    run dir that already holds `last.ckpt` is a requeued job (SLURM preemption through
+    submitit, same output dir) and continues from it; a new run dir never has one."""
+    if ckpt_path is None:
+        own = run_dir / CHECKPOINT_DIR / "last.ckpt"
+        return own if own.is_file() else None
+    if ckpt_path == "last":
+        found = find_resume_checkpoint(run_dir, log_root, run_id)
+        if found is None:
+            raise CheckpointError(
+                f"ckpt_path=last: no unfinished run with run id {run_id} under {log_root}; "
+                "start without ckpt_path or pass a .ckpt path"
+            )
+        return found
+    path = Path(ckpt_path).expanduser()
+    if not path.is_file():
+        raise CheckpointError(f"checkpoint {path} does not exist")
+    return path.resolve()

@@ -1,0 +1,58 @@
+"""Existing runs keep their identity across upgrades: the skip-done logic of sweeps and ablations
+finds completed runs by their run id (config hash + seed), so a refactor of the YAML files or the
+declarations must not change what any experiment or ablation variant hashes to.
+
+`run_ids.json` holds the config hash of every experiment and ablation variant, computed before
+the YAML files stopped repeating declared defaults (their values moved into the declarations);
+only the variants of `model=transformer_cls` were recorded anew, when its `rope_scaling` block
+left HF's legacy key names (`type`, `original_max_len`) for the current ones. Paths that depend
+on the machine (the packaged MiniLM, the data folder) are replaced by placeholders first, so the
+hashes are the same on every checkout.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from hydra import compose, initialize_config_dir
+
+from research.config.paths import config_dir
+from research.config.validate import validate
+from research.tracking.identity import config_hash
+from research.utils.backbones import default_backbone
+
+GOLDEN = json.loads((Path(__file__).parent / "run_ids.json").read_text())
+
+
+def _portable(node: Any, data_dir: str, backbone: str) -> Any:
+    if isinstance(node, dict):
+        return {k: _portable(v, data_dir, backbone) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_portable(v, data_dir, backbone) for v in node]
+    if node == backbone:
+        return "<backbone>"
+    if isinstance(node, str) and node.startswith(data_dir):
+        return "<data_dir>" + node[len(data_dir) :]
+    return node
+
+
+def portable_hash(config: dict[str, Any]) -> str:
+    """The config hash with machine-dependent paths replaced by placeholders."""
+    data_dir = str(config["paths"]["data_dir"])
+    return config_hash(_portable(config, data_dir, default_backbone()))
+
+
+def test_every_experiment_and_variant_keeps_its_run_id():
+    changed = []
+    with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
+        for name, expected in sorted(GOLDEN.items()):
+            config = validate(compose(config_name="train", overrides=expected["overrides"]))
+            if portable_hash(config) != expected["config_hash"]:
+                changed.append(name)
+    assert not changed, (
+        f"{', '.join(changed)} hash differently from before, so their runs would no longer be "
+        "found as done; a changed default or a YAML value that moved must keep the resolved "
+        "config the same"
+    )

@@ -1,0 +1,75 @@
+"""Train and evaluate in-process from a composed config, as lightning-hydra-template's tests do,
+so a failure points at a function rather than at a subprocess's exit code."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig, OmegaConf, open_dict
+
+from research.config.paths import config_dir
+from research.tracking.run_dir import read_metrics
+
+FAST = ["debug=limit", "logger=none", "trainer.enable_progress_bar=false"]
+
+
+def _job_config(entry: str, overrides: list[str], output_dir: Path) -> DictConfig:
+    """A composed config with Hydra's runtime node set and `.hydra/config.yaml` saved, as
+    Hydra's launcher does before it calls a job."""
+    cfg = compose(config_name=entry, overrides=overrides, return_hydra_config=True)
+    with open_dict(cfg):
+        cfg.hydra.runtime.output_dir = str(output_dir)
+        cfg.hydra.overrides.task = overrides
+    HydraConfig.instance().set_config(cfg)
+    (output_dir / ".hydra").mkdir(parents=True)
+    job = OmegaConf.masked_copy(cfg, [k for k in cfg if k != "hydra"])
+    OmegaConf.save(job, output_dir / ".hydra" / "config.yaml")
+    return cfg
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, object]]:
+    from research.run.fit import train
+
+    root = tmp_path_factory.mktemp("in_process")
+    run_dir = root / "run"
+    with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
+        outcome = train(_job_config("train", [*FAST, f"paths.log_dir={root}"], run_dir))
+    yield run_dir, outcome
+
+
+def test_train_returns_completed_with_the_best_monitored_value(trained):
+    run_dir, outcome = trained
+    assert outcome.status == "completed"
+    saved = read_metrics(run_dir)
+    assert saved is not None and saved["status"] == "completed"
+    assert outcome.value == pytest.approx(saved["best"]["val/acc"])
+    assert (run_dir / "checkpoints" / "best.ckpt").is_file()
+
+
+def test_eval_rebuilds_the_same_task_and_reproduces_the_test_metrics(trained, tmp_path):
+    from research.run.evaluate import evaluate
+
+    run_dir, _ = trained
+    with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
+        cfg = _job_config("eval", [f"run_dir={run_dir}"], tmp_path / "eval")
+        outcome = evaluate(cfg)
+    assert outcome.status == "completed"
+    expected = read_metrics(run_dir)["best"]
+    assert outcome.value["test/acc"] == pytest.approx(expected["test/acc"])
+    assert outcome.value["test/loss"] == pytest.approx(expected["test/loss"], rel=1e-5)
+
+
+def test_a_failing_body_is_recorded_not_raised(tmp_path):
+    from research.run.fit import train
+
+    with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
+        missing = tmp_path / "missing.ckpt"
+        cfg = _job_config("train", [*FAST, f"ckpt_path={missing}"], tmp_path / "run")
+        outcome = train(cfg)
+    assert outcome.status == "failed"
+    assert "missing.ckpt" in read_metrics(tmp_path / "run")["error"]

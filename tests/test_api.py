@@ -1,0 +1,78 @@
+"""The Python API does what the command line does, from anywhere: the same checks, the same run
+dirs, paths under the project root rather than wherever the caller's working directory is."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+import research
+from research.config.errors import ConfigError
+from research.config.paths import config_dir, project_root
+
+CHECKOUT = Path(__file__).parents[1]
+FAST = ["debug=limit", "logger=none", "trainer.enable_progress_bar=false"]
+FAST += ["trainer.enable_model_summary=false"]
+
+
+def test_compose_build_and_train_as_the_cli_would(tmp_path: Path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # a notebook's folder, outside the checkout
+    root = tmp_path / "project"
+    cfg = research.compose("train", [*FAST, f"paths.root={root}", "seed=3"])
+    assert cfg.hydra.job.override_dirname and cfg.model.net.channels == [32, 64]
+    datamodule, module = research.build(cfg)
+    assert type(module).__name__ == "ClassificationModule" and module.net.config.dropout == 0.2
+    cfg.optimizer.lr = 0.01  # edits apply to the run
+    run = research.train(cfg)
+    assert run.status == "completed" and run.run_dir.parent == root / "logs" / "train" / "runs"
+    assert run.record["config"]["optimizer"]["lr"] == 0.01 and run.record["seed"] == 3
+    assert 0.0 <= run.best["val/acc"] <= 1.0 and "test/acc" in run.final
+    assert not (tmp_path / "logs").exists()
+
+
+def test_mistakes_are_the_clis_one_line_errors():
+    with pytest.raises(ConfigError, match="model=cnnn: no such config in conf/model/"):
+        research.compose("train", ["model=cnnn"])
+    with pytest.raises(ConfigError, match="optimizer.lr=-1.0 is out of range"):
+        research.compose("train", ["optimizer.lr=-1"])
+    with pytest.raises(ConfigError, match="needs a config from research.compose"):
+        research.train(research.compose("train").model)
+
+
+def test_the_project_root_never_silently_follows_the_working_directory(
+    tmp_path: Path, monkeypatch, capsys
+):
+    monkeypatch.delenv("RESEARCH_ROOT")
+    monkeypatch.chdir(tmp_path)
+    assert project_root() == CHECKOUT  # the checkout that holds the configs in use
+    copied = tmp_path / "elsewhere" / "conf"
+    shutil.copytree(config_dir(), copied)
+    monkeypatch.setenv("RESEARCH_CONFIG_DIR", str(copied))  # configs outside any project
+    assert project_root() == tmp_path
+    assert f"runs and data go under the current directory {tmp_path}" in capsys.readouterr().err
+    (tmp_path / "elsewhere" / "pyproject.toml").write_text("[project]\nname = 'mine'\n")
+    assert project_root() == tmp_path / "elsewhere"
+
+
+@pytest.mark.slow
+def test_the_api_notebook_runs_outside_the_checkout(tmp_path: Path, monkeypatch):
+    notebook = tmp_path / "analysis" / "python_api.ipynb"
+    notebook.parent.mkdir()
+    shutil.copy(CHECKOUT / "notebooks" / "python_api.ipynb", notebook)
+    nb = nbformat.read(notebook, as_version=4)
+    (params,) = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
+    params.source = f"overrides = {json.dumps(FAST)}"
+    root = tmp_path / "root"
+    monkeypatch.setenv("RESEARCH_ROOT", str(root))
+    NotebookClient(
+        nb, timeout=300, resources={"metadata": {"path": str(notebook.parent)}}
+    ).execute()
+    (run_dir,) = (root / "logs" / "train" / "runs").iterdir()
+    assert json.loads((run_dir / "metrics.json").read_text())["status"] == "completed"
+    outputs = "".join(o.get("text", "") for c in nb.cells for o in c.get("outputs", []))
+    assert f"completed {run_dir}" in outputs

@@ -1,0 +1,118 @@
+"""One test per private third-party API in research.compat, against the installed libraries: an
+upgrade that changes one of them fails here, by name."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import lightning as L
+import pytest
+from hydra import compose, initialize_config_dir
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from omegaconf import DictConfig, ListConfig, OmegaConf
+
+from research import compat
+from research.config.paths import config_dir
+
+
+def test_hydra_args_parser_reads_the_flags_hydra_main_reads():
+    parsed = compat.hydra_args_parser().parse_args(["-m", "seed=1,2", "--cfg", "job"])
+    assert parsed.multirun and parsed.cfg == "job" and parsed.overrides == ["seed=1,2"]
+
+
+def test_hydra_basic_sweep_jobs_lists_the_jobs_in_launch_order():
+    parsed = OverridesParser.create().parse_overrides(["a=1,2", "b=x,y"])
+    jobs = compat.hydra_basic_sweep_jobs(parsed)
+    assert jobs == [["a=1", "b=x"], ["a=1", "b=y"], ["a=2", "b=x"], ["a=2", "b=y"]]
+
+
+def test_hydra_run_job_runs_a_task_as_hydra_runs_one_job(tmp_path: Path):
+    with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
+        cfg = compose("train", ["seed=7"], return_hydra_config=True)
+    OmegaConf.update(cfg, "hydra.run.dir", str(tmp_path / "run"))
+    seen = []
+    done = compat.hydra_run_job(
+        cfg, lambda task_cfg: seen.append(task_cfg.seed) or 42, str(config_dir())
+    )
+    assert done.return_value == 42 and seen == [7]
+    assert (tmp_path / "run" / ".hydra" / "config.yaml").is_file()
+    assert OmegaConf.load(tmp_path / "run" / ".hydra" / "overrides.yaml") == ["seed=7"]
+
+
+def test_omegaconf_child_keeps_interpolations_and_containers():
+    cfg = OmegaConf.create({"a": "${b}", "b": 1, "c": {"d": [1]}})
+    assert compat.omegaconf_child(cfg, "a")._value() == "${b}"
+    assert isinstance(compat.omegaconf_child(cfg, "c"), DictConfig)
+    assert isinstance(compat.omegaconf_child(cfg.c, "d"), ListConfig)
+
+
+def test_lightning_reruns_command_line_only_for_its_subprocess_launcher():
+    ddp = L.Trainer(accelerator="cpu", devices=2, strategy="ddp", logger=False)
+    single = L.Trainer(accelerator="cpu", devices=1, logger=False)
+    assert compat.lightning_reruns_command_line(ddp.strategy)
+    assert not compat.lightning_reruns_command_line(single.strategy)
+
+
+def test_wandb_logger_started_and_without_anonymous(tmp_path: Path):
+    from lightning.pytorch.loggers import WandbLogger
+
+    logger = WandbLogger(save_dir=str(tmp_path), mode="offline", settings={"silent": True})
+    assert "anonymous" in logger._wandb_init  # what Lightning sends today
+    compat.wandb_logger_without_anonymous(logger)
+    assert "anonymous" not in logger._wandb_init
+    assert not compat.wandb_logger_started(logger)
+    logger.experiment.finish()
+    assert compat.wandb_logger_started(logger)
+
+
+def test_wandb_record_parses_a_run_files_records():
+    record = compat.wandb_record()()
+    record.history.item.add(key="loss", value_json="0.5")
+    again = compat.wandb_record()()
+    again.ParseFromString(record.SerializeToString())
+    assert again.WhichOneof("record_type") == "history"
+    assert again.history.item[0].key == "loss"
+
+
+@pytest.fixture
+def study():
+    optuna = pytest.importorskip("optuna")
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    return optuna.create_study()
+
+
+def test_optuna_trial_and_live_trial_reach_a_running_trial(study):
+    asked = study.ask()
+    trial = compat.optuna_trial(study, asked.number)
+    trial.report(0.5, step=1)
+    (frozen,) = study.get_trials(deepcopy=False)
+    assert frozen.intermediate_values == {1: 0.5}
+    compat.optuna_live_trial(study, frozen).set_user_attr("why", "test")
+    assert study.get_trials()[0].user_attrs == {"why": "test"}
+
+
+def test_optuna_grid_sampler_asks_which_points_are_left_and_never_stops_the_study(study):
+    calls = []
+
+    def unvisited(sampler, study_, left):
+        calls.append(list(left))
+        return left
+
+    study.sampler = compat.optuna_grid_sampler(unvisited, {"x": [1, 2]}, seed=0)
+    for _ in range(2):
+        trial = study.ask()
+        trial.suggest_categorical("x", [1, 2])
+        study.tell(trial, 1.0)  # Optuna's own sampler would stop the study after the last point
+    assert study.sampler.is_exhausted(study) and calls == [[]]
+    grid_id, space = compat.optuna_grid_point(study.trials[0])
+    assert grid_id in (0, 1) and study.sampler.same_search_space(space)
+
+
+def test_importing_compat_imports_none_of_the_libraries():
+    code = (
+        "import sys, research.compat; "
+        "assert not {'hydra', 'optuna', 'lightning'} & set(sys.modules)"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)

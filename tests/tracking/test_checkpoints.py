@@ -1,0 +1,70 @@
+"""Checkpoint files: written whole or not at all, read without running code from them."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+from research.tracking.checkpoints import (
+    AtomicCheckpointIO,
+    CheckpointError,
+    CheckpointWriteError,
+    read_checkpoint,
+)
+from tests.helpers.filesystems import tiny_tmpfs
+
+
+def _checkpoint(size: int = 4) -> dict:
+    return {"state_dict": {"w": torch.arange(size, dtype=torch.float32)}, "epoch": 1}
+
+
+def test_a_written_checkpoint_reads_back_and_leaves_no_temporary_file(tmp_path: Path):
+    path = tmp_path / "checkpoints" / "last.ckpt"
+    AtomicCheckpointIO().save_checkpoint(_checkpoint(), path)
+    assert torch.equal(read_checkpoint(path)["state_dict"]["w"], torch.arange(4.0))
+    assert sorted(p.name for p in path.parent.iterdir()) == ["last.ckpt"]
+
+
+def test_a_failed_write_keeps_the_previous_checkpoint(tmp_path: Path):
+    path = tmp_path / "last.ckpt"
+    AtomicCheckpointIO().save_checkpoint(_checkpoint(), path)
+    with pytest.raises(Exception):  # noqa: B017 - torch cannot pickle a lambda
+        AtomicCheckpointIO().save_checkpoint({"state_dict": {}, "bad": lambda: 0}, path)
+    assert torch.equal(read_checkpoint(path)["state_dict"]["w"], torch.arange(4.0))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["last.ckpt"]
+
+
+def test_a_full_disk_is_one_line_and_the_old_checkpoint_stays(tmp_path: Path):
+    with tiny_tmpfs(tmp_path / "disk", "1m") as disk:
+        path = disk / "last.ckpt"
+        AtomicCheckpointIO().save_checkpoint(_checkpoint(), path)
+        before = path.read_bytes()
+        with pytest.raises(
+            CheckpointWriteError, match=f"no space left on device while writing {path}"
+        ):
+            AtomicCheckpointIO().save_checkpoint(_checkpoint(1_000_000), path)
+        assert path.read_bytes() == before
+        assert [p.name for p in disk.iterdir()] == ["last.ckpt"]
+        assert os.statvfs(disk).f_bfree > 0
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (None, "does not exist"),
+        (b"not a checkpoint", "is not a readable Lightning checkpoint"),
+        ({"weights": 1}, "has no state_dict"),
+    ],
+)
+def test_an_unreadable_checkpoint_is_one_line(tmp_path: Path, content, message):
+    path = tmp_path / "x.ckpt"
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    elif content is not None:
+        torch.save(content, path)
+    with pytest.raises(CheckpointError, match=message) as err:
+        read_checkpoint(path)
+    assert "\n" not in str(err.value)
