@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 
 
 def job_id() -> str | None:
@@ -22,25 +23,34 @@ def display_id() -> str | None:
     return f"{array}_{task}" if array and task else job_id()
 
 
-def ending() -> str | None:
+def ending(wait_s: float = 0.0) -> str | None:
     """How SLURM is ending this job: "requeued" (its restart count went up), "cancelled"
-    (scancel), "timeout" (its time limit); None when it is not, or outside SLURM."""
+    (scancel), "timeout" (its time limit); None when it is not, or outside SLURM.
+
+    A requeue shows in `scontrol` a moment after it was asked for (submitit asks, then exits
+    this process at once), so a caller that knows the job is being stopped can `wait_s` for
+    SLURM's answer to settle."""
     job = job_id()
     if job is None:
         return None
-    try:
-        # By its array name: the first task of an array has the array's own id as its job id,
-        # and `scontrol show job <array id>` lists every task.
-        shown = subprocess.run(
-            ["scontrol", "show", "job", "-o", display_id() or job],
-            capture_output=True,
-            text=True,
-            timeout=15,
-            check=True,
-        ).stdout
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return ending_from(shown, job, int(os.environ.get("SLURM_RESTART_COUNT") or 0))
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            # By its array name: the first task of an array has the array's own id as its job
+            # id, and `scontrol show job <array id>` lists every task.
+            shown = subprocess.run(
+                ["scontrol", "show", "job", "-o", display_id() or job],
+                capture_output=True,
+                text=True,
+                timeout=15,
+                check=True,
+            ).stdout
+        except (OSError, subprocess.SubprocessError):
+            return None
+        found = ending_from(shown, job, int(os.environ.get("SLURM_RESTART_COUNT") or 0))
+        if found is not None or time.monotonic() >= deadline:
+            return found
+        time.sleep(0.5)
 
 
 def ending_from(shown: str, job: str, attempt: int) -> str | None:

@@ -38,6 +38,8 @@ from research.utils.atomic import write_json_atomic
 
 log = logging.getLogger(__name__)
 
+# How long a job stopped from outside waits for SLURM to say whether it is requeuing it.
+SLURM_SETTLE_S = 10.0
 # A job's real work: given the resolved config, its record and a list to put its loggers in.
 Body = Callable[[dict[str, Any], RunRecord, list[Logger]], Any]
 
@@ -97,7 +99,10 @@ def _classify(prog: str, err: BaseException, record: RunRecord, outcome: JobOutc
     """Set the outcome's status from how the body ended; return the error to record. Under
     SLURM, SIGTERM reaches W&B's service too, so SLURM is asked first whether it is requeuing
     or ending the job: the error itself may only be a lost connection."""
-    ended = slurm.ending()
+    # A stop from outside (a signal, submitit's exit after it requeued the job) may be SLURM
+    # acting: give its state a moment to show it.
+    stopped = isinstance(err, SystemExit | KeyboardInterrupt)
+    ended = slurm.ending(wait_s=SLURM_SETTLE_S if stopped else 0.0)
     if ended == "requeued":
         outcome.status = "requeued"
         return _error(err)
