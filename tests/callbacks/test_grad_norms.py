@@ -18,7 +18,7 @@ from torch.utils.data import DataLoader, TensorDataset
 from research.callbacks.grad_norms import GradNormLogger, layer_key
 from research.tracking.run_dir import GRAD_NORM_FILE, read_history
 from research.tracking.wandb_reader import read_offline_run
-from tests.helpers.cli import FAST, run_cli, run_dirs
+from tests.helpers.cli import FAST, run_cli, run_dirs, wandb_written
 
 LR, STEPS = 0.1, 5
 X = np.array([[1.0, -2.0, 0.5], [0.3, 0.7, -1.1], [2.0, 0.1, 0.4], [-0.6, 1.5, 0.9]])
@@ -139,6 +139,7 @@ def test_callbacks_grad_norm_config_logs_every_layer_of_a_cli_run(tmp_path: Path
     rows = read_history(run, GRAD_NORM_FILE)
     steps = [r["step"] for r in rows]
     assert steps[:4] == [0, 1, 3, 6] and all(s == 0 or s % 3 == 0 for s in steps[2:])
+    wandb_written()
     wandb_rows = [r for r in read_offline_run(run).history if "grad_norm/total" in r]
     assert [r["trainer/global_step"] for r in wandb_rows] == steps
     # conf/model/cnn.yaml: conv blocks in a Sequential, so each has a layer index.

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from research.tracking.wandb_reader import read_offline_run
-from tests.helpers.cli import BIN, FAST, cli_env, metrics, run_cli
+from tests.helpers.cli import BIN, FAST, cli_env, metrics, run_cli, wandb_written
 
 
 def sweep_jobs(root: Path) -> tuple[Path, list[Path]]:
@@ -31,6 +31,7 @@ def mixed_sweep(tmp_path_factory: pytest.TempPathFactory) -> tuple[object, Path]
         cwd=root,
         timeout=600,
     )
+    wandb_written()
     return done, root
 
 

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from research.tracking.wandb_reader import read_offline_run
-from tests.helpers.cli import BIN, FAST, cli_env, metrics, run_cli, run_dirs
+from tests.helpers.cli import BIN, FAST, cli_env, metrics, run_cli, run_dirs, wandb_written
 
 
 @pytest.fixture(scope="module")
@@ -18,6 +18,7 @@ def finished(tmp_path_factory: pytest.TempPathFactory) -> Path:
     workdir = tmp_path_factory.mktemp("run")
     done = run_cli("research-train", *FAST, "optimizer.lr=0.003", cwd=workdir)
     assert done.returncode == 0, done.stderr[-2000:]
+    wandb_written()
     (run,) = run_dirs(workdir)
     return run
 

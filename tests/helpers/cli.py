@@ -117,6 +117,14 @@ def run_cli(
     return sp.CompletedProcess([prog, *args], code, out.getvalue(), err.getvalue())
 
 
+def wandb_written() -> None:
+    """Make W&B finish writing the offline runs of commands run in this process: its service
+    writes a run's file out completely when it stops, which a command's process does at exit."""
+    import wandb
+
+    wandb.teardown()
+
+
 def run_dirs(root: Path, task: str = "train") -> list[Path]:
     """Single-run folders under `root`, oldest first."""
     return sorted(p for p in (root / "logs" / task / "runs").glob("*") if p.is_dir())

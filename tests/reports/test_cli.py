@@ -12,6 +12,7 @@ import pytest
 
 from research.cli.report import main
 from research.tracking.wandb_reader import read_offline_run
+from tests.helpers.cli import wandb_written
 from tests.reports.conftest import write_run
 
 
@@ -91,6 +92,7 @@ def test_wandb_offline_logs_the_table(runs_folder: Path, tmp_path: Path, monkeyp
     out = tmp_path / "out"
     assert main([str(runs_folder), "--out", str(out), "--wandb"]) == 0
     err = capsys.readouterr().err
+    wandb_written()
     run_dir = next((out / "wandb").glob("offline-run-*"))
     assert f"wandb: offline run saved in {run_dir}; upload it with: wandb sync {run_dir}" in err
     run = read_offline_run(run_dir)
