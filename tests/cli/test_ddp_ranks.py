@@ -75,6 +75,15 @@ def test_ddp_under_submitit_local(workdir: Path):
     _check_ddp_jobs(workdir, jobs=1)
 
 
+def _command_line(process: psutil.Process) -> str:
+    """A process's command line; '' for one that ended meanwhile (short-lived helpers such as
+    `git` come and go while the job starts)."""
+    try:
+        return " ".join(process.cmdline())
+    except (psutil.NoSuchProcess, psutil.ZombieProcess):
+        return ""
+
+
 def _alive(process: psutil.Process) -> bool:
     try:
         return process.status() != psutil.STATUS_ZOMBIE
@@ -97,7 +106,7 @@ def test_ranks_die_with_a_killed_job(workdir: Path):
         while time.monotonic() < deadline and not ranks:
             time.sleep(0.5)
             children = psutil.Process(proc.pid).children(recursive=True)
-            ranks = [c for c in children if "research.cli" in " ".join(c.cmdline())]
+            ranks = [c for c in children if "research.cli" in _command_line(c)]
         assert ranks, "the job never started its rank 1"
         while time.monotonic() < deadline and not list(workdir.rglob("history.jsonl")):
             time.sleep(0.5)  # both ranks are training
