@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.cli import BIN, cli_env, run_cli
+from tests.helpers.locks import held_by_another_process
 
 REPO_CONF = Path(__file__).parents[2] / "conf"
 ABLATION = """
@@ -162,3 +163,60 @@ def test_a_killed_job_resumes_from_its_own_last_checkpoint(ablation):
         for line in (Path(done["run_dir"]) / "history.jsonl").read_text().splitlines()
     ]
     assert epochs == [0, 1, 2, 3]  # carried on, not started over
+
+
+PAIR = """
+base: [debug=limit, logger=none, trainer.enable_progress_bar=false]
+variants:
+  a: []
+  b: [optimizer.lr=0.01]
+seeds: [0]
+"""
+
+
+def _pair(ablation: tuple[Path, dict[str, str]], name: str) -> Path:
+    root, env = ablation
+    (Path(env["RESEARCH_CONFIG_DIR"]) / "ablation" / f"{name}.yaml").write_text(PAIR)
+    return root / "logs" / "ablations" / name
+
+
+def test_a_job_another_process_runs_is_skipped(ablation):
+    root, env = ablation
+    folder = _pair(ablation, "inflight")
+    dry = run_cli("research-ablate", "inflight", "--dry-run", cwd=root, env=env)
+    (run_id,) = [line.split()[2] for line in dry.stdout.splitlines() if line.startswith("a ")]
+    live = folder / "2026-01-01_00-00-00-000000" / "0_a_s0"  # another caller's job, running
+    live.mkdir(parents=True)
+    (live / ".research.json").write_text(json.dumps({"run_id": run_id}))
+    with held_by_another_process(live):
+        done = run_cli("research-ablate", "inflight", "--only", "a", cwd=root, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert f"running in {live}, skipped" in done.stdout
+    assert "0 of 2 jobs to run" in done.stdout
+    assert sorted(p.name for p in folder.iterdir()) == [live.parent.name]  # nothing launched
+
+
+@pytest.mark.slow
+def test_two_callers_at_once_run_every_job_once(ablation):
+    root, env = ablation
+    folder = _pair(ablation, "twice")
+    callers = [
+        subprocess.Popen(
+            [str(BIN / "research-ablate"), "twice"],
+            cwd=root,
+            env={**cli_env(root), **env},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    outputs = [proc.communicate(timeout=600) for proc in callers]
+    ended = [(proc.returncode, out, err) for proc, (out, err) in zip(callers, outputs, strict=True)]
+    assert [code for code, _, _ in ended] == [0, 0], ended
+    runs = [json.loads(p.read_text()) for p in folder.rglob("metrics.json")]
+    assert sorted(m["variant"] for m in runs) == ["a", "b"]  # 2 runs for 2 jobs, not 4
+    assert {m["status"] for m in runs} == {"completed"}
+    assert not [p for p in folder.rglob(".hydra") if not (p.parent / "metrics.json").exists()]
+    said = "".join(out for _, out, _ in ended)
+    assert said.count("skipped") >= 2  # each job the other caller had: done, running or skipped

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from research.config.paths import config_dir
 from tests.helpers.cli import cli_env, run_cli
 
 CASES = [
@@ -32,6 +34,18 @@ CASES = [
         ["experiment=context_extension", "data.eval_lengths=[256,384]"],
         "must each divide the longest (384)",
     ),
+    # What Hydra accepts but a run cannot use: it failed only after its run dir was made.
+    (["~model"], "model is missing (removed with ~model?): every research-train run needs it"),
+    (["trainer.max_time=garbage"], "trainer.max_time='garbage' is not a duration"),
+    (["seed=4294967296"], "seed=4294967296 is out of range; it must be <= 4294967295"),
+    (["-m", "ckpt_path=last", "seed=0,1"], "ckpt_path=last cannot run under -m"),
+    # Hydra's own refusals, in one line naming the override, with what to write instead.
+    (["modle=mlp"], "modle=mlp: no such key or config group; did you mean model?"),
+    (["model=null"], "model=null: model cannot be null; choose one of: cnn"),
+    (["+model=cnn"], "+model=cnn: model is in the defaults list already; choose its config"),
+    (["tags=extend_list(a)"], "tags=extend_list(a): Unknown function 'extend_list'"),
+    (["-m", "seed=interval(0,1)"], "seed=interval(0,1): interval() samples a range"),
+    (["-m", "optimizer=glob(nothing*)"], "optimizer=glob(nothing*) sweeps no value"),
 ]
 
 
@@ -43,7 +57,62 @@ def test_config_error_is_one_line_and_exit_2(workdir: Path, args: list[str], exp
     assert len(lines) == 1, done.stderr
     assert lines[0].startswith("research-train: error: ")
     assert expected in lines[0]
+    assert "+modle" not in lines[0], "a typo gets the closest name, not Hydra's `+key` advice"
     assert not (workdir / "logs").exists(), "a rejected command must not create a run dir"
+
+
+def _user_configs(root: Path, text: str) -> Path:
+    """A folder of the user's own configs (outside conf/) holding experiment/mine.yaml."""
+    (root / "mine" / "experiment").mkdir(parents=True)
+    (root / "mine" / "experiment" / "mine.yaml").write_text(text)
+    return root / "mine"
+
+
+def test_hydra_searchpath_finds_a_users_own_experiment(workdir: Path):
+    folder = _user_configs(workdir, "# @package _global_\nseed: 7\n")
+    done = run_cli(
+        "research-train",
+        f"hydra.searchpath=[file://{folder}]",
+        "experiment=mine",
+        "--cfg",
+        "job",
+        cwd=workdir,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "\nseed: 7\n" in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("text", "where", "problem"),
+    [
+        ("seed: 7\n  trainer: [a\n", "mine.yaml:3:10", "mapping values are not allowed here"),
+        ("seed: [1\n", "mine.yaml:3:1", "expected ',' or ']', but got '<stream end>'"),
+        ("seed: 1\nseed: 2\n", "mine.yaml:3:1", "found duplicate key seed"),
+    ],
+)
+def test_a_yaml_syntax_error_is_one_line_naming_file_line_and_column(
+    workdir: Path, text: str, where: str, problem: str
+):
+    folder = _user_configs(workdir, "# @package _global_\n" + text)
+    done = run_cli(
+        "research-train", f"hydra.searchpath=[file://{folder}]", "experiment=mine", cwd=workdir
+    )
+    assert done.returncode == 2
+    (line,) = done.stderr.strip().splitlines()
+    assert f"{folder}/experiment/{where}: YAML syntax error: {problem}" in line, line
+    assert not (workdir / "logs").exists()
+
+
+def test_a_yaml_syntax_error_in_conf_names_the_file(workdir: Path):
+    conf = workdir / "conf"
+    shutil.copytree(config_dir(), conf)
+    (conf / "optimizer" / "adam.yaml").write_text("lr: 0.1\n  betas: [0.9\n")
+    done = run_cli("research-train", cwd=workdir, env={"RESEARCH_CONFIG_DIR": str(conf)})
+    assert done.returncode == 2
+    assert done.stderr.strip() == (
+        f"research-train: error: {conf}/optimizer/adam.yaml:2:8: YAML syntax error: mapping "
+        "values are not allowed here; fix the file at that line"
+    )
 
 
 PROBE = """

@@ -43,3 +43,15 @@ def test_ddp_sim_two_cpu_processes(workdir: Path):
     evaluated = metrics(run_dirs(workdir, task="eval")[0])["final"]
     assert evaluated["test/loss"] == pytest.approx(m["best"]["test/loss"], abs=1e-5)
     assert evaluated["test/acc"] == pytest.approx(m["best"]["test/acc"], abs=1e-6)
+
+
+def test_more_loader_workers_than_the_machine_runs_is_one_line_and_exit_2(workdir: Path):
+    # Each worker is a process: 100000 of them took minutes to fork, and as long to stop.
+    from research.config.devices import process_limit, usable_cores
+
+    done = run_cli("research-train", *FAST, "data.num_workers=100000", cwd=workdir)
+    assert done.returncode == 2, done.stderr[-2000:]
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("research-train: error: data.num_workers=100000 starts 100000 loader")
+    assert f"between 0 and {process_limit(usable_cores())}" in line
+    assert not (workdir / "logs").exists()

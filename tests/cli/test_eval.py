@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
 import pytest
+from omegaconf import OmegaConf
 
 from tests.helpers.cli import FAST, metrics, run_cli, run_dirs
 
@@ -76,3 +78,78 @@ def test_eval_overrides_change_the_saved_config_for_this_evaluation(finished_run
     m = metrics(evaluation)
     assert m["eval_overrides"] == ["data.normalize=false"]
     assert m["final"]["test/loss"] != pytest.approx(metrics(finished_run)["best"]["test/loss"])
+
+
+def test_eval_takes_the_run_dir_as_a_bare_argument(finished_run: Path, workdir: Path):
+    done = run_cli("research-eval", str(finished_run), "ckpt=last", cwd=workdir)
+    assert done.returncode == 0, done.stderr[-2000:]
+    (evaluation,) = run_dirs(workdir, task="eval")
+    m = metrics(evaluation)
+    assert m["source_run_dir"] == str(finished_run.resolve())
+    assert m["checkpoint"].endswith("checkpoints/last.ckpt")
+    assert m["command"] == f"research-eval {finished_run} ckpt=last"
+
+
+def _refused(done, *expected: str) -> str:
+    """The one line of a refusal (exit 2) that contains every `expected` text."""
+    assert done.returncode == 2, done.stderr[-2000:]
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("research-eval: error: ")
+    assert all(text in line for text in expected), line
+    return line
+
+
+def test_a_copied_run_dir_cannot_run_code_through_its_saved_config(finished_run, workdir):
+    """The issue's case: a shared run dir whose loss is `torch.load` of a pickle that runs
+    code. Refused in one line naming the key, before anything is built or written; the
+    explicit opt-in builds it."""
+    import pickle
+
+    class Payload:
+        def __reduce__(self):
+            return (os.mkdir, (str(marker),))
+
+    marker = workdir / "payload_ran"
+    (workdir / "payload.pt").write_bytes(pickle.dumps(Payload()))
+    shared = workdir / "shared_run"
+    shutil.copytree(finished_run, shared)
+    saved = shared / ".hydra" / "config.yaml"
+    config = OmegaConf.load(saved)
+    config.loss = {
+        "_target_": "torch.load",
+        "f": str(workdir / "payload.pt"),
+        "weights_only": False,
+    }
+    OmegaConf.save(config, saved)
+    done = run_cli("research-eval", str(shared), cwd=workdir)
+    _refused(done, "loss._target_='torch.load' has no declaration", "trust_run_dir=true")
+    assert not marker.exists() and run_dirs(workdir, task="eval") == []
+    run_cli("research-eval", str(shared), "trust_run_dir=true", cwd=workdir)
+    assert marker.is_dir()
+
+
+def test_eval_of_a_multirun_folder_lists_its_jobs(finished_run: Path, workdir: Path):
+    sweep = workdir / "multiruns" / "sweep"
+    for job in ("0_seed-0", "1_seed-1"):
+        shutil.copytree(finished_run, sweep / job)
+    line = _refused(run_cli("research-eval", str(sweep), cwd=workdir))
+    assert line.endswith(
+        "is a multirun folder holding 2 job run dirs (0_seed-0, 1_seed-1), not a run "
+        f"directory; pass one job's run dir instead, e.g. {sweep / '0_seed-0'}"
+    )
+    done = run_cli("research-eval", str(sweep / "0_seed-0"), str(sweep / "1_seed-1"), cwd=workdir)
+    _refused(done, "one run dir per evaluation, got 2", "-m run_dir=")
+    assert run_dirs(workdir, task="eval") == []
+
+
+def test_eval_of_a_damaged_saved_config_is_one_line(finished_run: Path, workdir: Path):
+    copy = workdir / "copy"
+    shutil.copytree(finished_run, copy)
+    saved = copy / ".hydra" / "config.yaml"
+    saved.write_text(saved.read_text()[: len(saved.read_text()) // 3] + "\n  - [unclosed")
+    _refused(
+        run_cli("research-eval", f"run_dir={copy}", cwd=workdir), ".hydra/config.yaml is damaged"
+    )
+    saved.write_text("- not\n- a mapping\n")
+    _refused(run_cli("research-eval", str(copy), cwd=workdir), "it holds a list")
+    assert run_dirs(workdir, task="eval") == []

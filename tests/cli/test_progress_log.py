@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import io
 import re
+import sys
 from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
 
 from tests.helpers.cli import FAST, run_cli, run_dirs
 
@@ -31,3 +36,20 @@ def test_piped_run_logs_progress_and_validation_lines(workdir: Path):
     # The same lines reach the job's log file.
     log = (run_dirs(workdir)[0] / "train.log").read_text()
     assert log.count("validation  epoch") == 2
+
+
+def _closed() -> io.StringIO:
+    stream = io.StringIO()
+    stream.close()
+    return stream
+
+
+@pytest.mark.parametrize("stdout", [None, _closed()], ids=["none", "closed"])
+def test_a_missing_or_closed_stdout_is_not_a_terminal(monkeypatch: pytest.MonkeyPatch, stdout):
+    # `>&-` leaves sys.stdout None; an embedding host may close it: progress goes to the log.
+    from research.callbacks.progress import ProgressLog
+
+    monkeypatch.setattr(sys, "stdout", stdout)
+    callback = ProgressLog()
+    callback.on_train_start(SimpleNamespace(is_global_zero=True, global_step=0), None)
+    assert callback.active

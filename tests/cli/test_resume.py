@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.cli import BIN, cli_env, metrics, run_cli, run_dirs
+from tests.helpers.cli import BIN, FAST, cli_env, metrics, run_cli, run_dirs
+from tests.helpers.killed_writes import killed_mid_write
 
 # Small batches give ~180 steps per epoch, so the kill lands inside an epoch.
 ARGS = [
@@ -87,3 +88,26 @@ def test_a_requeued_job_resumes_its_own_last_checkpoint(workdir: Path):
 def _without_time(run_dir: Path) -> list[dict]:
     rows = [json.loads(line) for line in (run_dir / "history.jsonl").read_text().splitlines()]
     return [{k: v for k, v in row.items() if k != "time_s"} for row in rows]
+
+
+def test_resuming_a_killed_run_removes_the_temporaries_of_its_killed_writes(workdir: Path):
+    run = workdir / "run"
+    args = [*FAST, "logger=none", f"hydra.run.dir={run}"]
+    first = run_cli("research-train", *args, cwd=workdir)
+    assert first.returncode == 0, first.stderr[-2000:]
+    # What a run SIGKILLed while writing its checkpoint and history leaves: no metrics.json,
+    # and the temporary files of both writes.
+    (run / "metrics.json").unlink()
+    leftovers = [
+        killed_mid_write(run / "checkpoints" / "last.ckpt"),
+        killed_mid_write(run / "history.jsonl"),
+    ]
+    users = [run / "checkpoints" / "notes.tmp", run / ".notes.tmp"]
+    for path in users:
+        path.write_text("mine")
+
+    resumed = run_cli("research-train", *args, cwd=workdir)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert metrics(run)["resumed_from"] == str(run / "checkpoints" / "last.ckpt")
+    assert not any(path.exists() for path in leftovers)
+    assert all(path.read_text() == "mine" for path in users)

@@ -113,3 +113,67 @@ def test_a_full_disk_fails_the_run_in_one_line_and_keeps_last_ckpt(workdir: Path
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert metrics(run)["status"] == "completed"
     assert metrics(run)["resumed_from"] == str(run / "checkpoints" / "last.ckpt")
+
+
+def _one_line(stderr: str) -> str:
+    (line,) = stderr.strip().splitlines()
+    return line
+
+
+def test_a_completed_run_is_never_re_entered(workdir: Path):
+    done = run_cli("research-train", *QUIET, cwd=workdir)
+    assert done.returncode == 0, done.stderr[-2000:]
+    (run,) = run_dirs(workdir)
+    before = {p: p.read_bytes() for p in run.rglob("*") if p.is_file()}
+    # The same config, by its absolute path and by a relative spelling of it.
+    for spelled in (run, run.relative_to(workdir)):
+        again = run_cli("research-train", *QUIET, f"hydra.run.dir={spelled}", cwd=workdir)
+        assert again.returncode == 2, again.stderr[-2000:]
+        line = _one_line(again.stderr)
+        assert f"holds the completed run {metrics(run)['run_id']}" in line
+        assert f"research-eval run_dir={run}" in line and "drop hydra.run.dir" in line
+    assert {p: p.read_bytes() for p in run.rglob("*") if p.is_file()} == before
+    assert run_dirs(workdir) == [run]
+
+
+@pytest.mark.slow
+def test_two_launches_into_one_run_dir_leave_one_consistent_run(workdir: Path):
+    run = workdir / "shared-run"
+    launches = [
+        _start(workdir, [*QUIET, f"seed={seed}", f"hydra.run.dir={run}"]) for seed in (0, 1)
+    ]
+    ended = [(proc.wait(timeout=300), proc.stderr.read()) for proc in launches]
+    codes = sorted(code for code, _ in ended)
+    assert codes == [0, 2], ended
+    (refused,) = [err for code, err in ended if code == 2]
+    line = _one_line(refused)  # refused before writing anything: busy, or another run's dir
+    assert f"run dir {run} is in use by pid" in line or f"hydra.run.dir={run} holds run" in line
+    saved = (run / ".hydra" / "config.yaml").read_text()
+    assert f"\nseed: {metrics(run)['seed']}\n" in f"\n{saved}"  # the config of the run trained
+
+
+@pytest.mark.slow
+def test_a_signal_before_the_run_starts_leaves_no_run_dir(workdir: Path):
+    run = workdir / "run"
+    proc = _start(workdir, [*QUIET, f"hydra.run.dir={run}"])
+    deadline = time.monotonic() + 120
+    while not (run / ".hydra" / "config.yaml").exists():  # Hydra wrote; the job imports torch
+        assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()
+        time.sleep(0.01)
+    assert not (run / ".research.json").exists()  # the run has not started
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 128 + signal.SIGTERM, stderr[-2000:]
+    assert "research-train: interrupted by SIGTERM before the run started" in stderr
+    assert not run.exists()
+
+
+def test_a_full_disk_at_start_up_is_one_line_and_leaves_no_run_dir(workdir: Path, small_disk):
+    _fill(small_disk, leave=0)
+    for where in (f"hydra.run.dir={small_disk / 'run'}", f"paths.log_dir={small_disk / 'logs'}"):
+        full = run_cli("research-train", *QUIET, where, cwd=workdir)
+        assert full.returncode == 2, full.stderr[-2000:]
+        line = _one_line(full.stderr)
+        assert line.startswith("research-train: error: cannot start a run in ")
+        assert "its disk is full" in line
+    assert sorted(p.name for p in small_disk.iterdir()) == ["filler"]

@@ -3,7 +3,10 @@ by the same declarations as a research-train command line, before torch loads.""
 
 from __future__ import annotations
 
+import shutil
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hydra import compose, initialize_config_dir
@@ -60,3 +63,90 @@ def test_bad_eval_overrides_fail_in_one_line_as_research_train_would(run_dir, ov
 def test_a_folder_that_is_not_a_run_is_named(tmp_path: Path):
     with pytest.raises(ConfigError, match=r"is not a run directory \(no .hydra/config.yaml\)"):
         saved_run_config(tmp_path)
+
+
+def _saved(run_dir: Path, change: Callable[[dict[str, Any]], object]) -> Path:
+    """`run_dir` with its saved config changed by `change` (on plain containers)."""
+    saved = run_dir / ".hydra" / "config.yaml"
+    config = OmegaConf.to_container(OmegaConf.load(saved))
+    change(config)
+    OmegaConf.save(OmegaConf.create(config), saved)
+    return run_dir
+
+
+# The issue's payload: unpickling a file from a copied run dir runs any code in it.
+PAYLOAD = {"_target_": "torch.load", "f": "payload.pt", "weights_only": False}
+
+
+@pytest.mark.parametrize(
+    ("change", "key"),
+    [
+        (lambda c: c.update(loss=PAYLOAD), "loss._target_='torch.load'"),
+        (lambda c: c.update(loss={**PAYLOAD, "_partial_": True}), "loss._target_='torch.load'"),
+        (lambda c: c["optimizer"].update(_args_=[PAYLOAD]), "optimizer._args_[0]._target_="),
+        (lambda c: c["trainer"].update(plugins=[PAYLOAD]), "trainer.plugins[0]._target_="),
+        (lambda c: c["model"]["net"].update(_target_=["os.system"]), "model.net._target_=['os"),
+        (lambda c: c.update(data={**c["data"], "_target_": "research.modules.Gone"}), "data._t"),
+        # An escaped interpolation survives the first resolution; instantiate resolves it again.
+        (lambda c: c.update(tags=["\\${oc.create:{_target_: os.system}}"]), "tags[0]='${oc."),
+    ],
+)
+def test_a_saved_run_builds_only_declared_components_unless_trusted(run_dir, change, key):
+    _saved(run_dir, change)
+    with pytest.raises(ConfigError) as err:
+        saved_run_config(run_dir)
+    message = str(err.value)
+    assert "\n" not in message and key in message
+    assert message.endswith("pass trust_run_dir=true if you trust this run dir")
+    assert saved_run_config(run_dir, trust=True)["seed"] == 0
+
+
+def test_the_opt_in_the_refusal_names_is_the_callers(run_dir: Path):
+    _saved(run_dir, lambda c: c.update(loss=PAYLOAD))
+    with pytest.raises(ConfigError, match="pass --trust-run-dir if you trust"):
+        saved_run_config(run_dir, opt_in="--trust-run-dir")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("model: [unclosed\n", "YAML syntax error"),
+        ("- a\n- b\n", "it holds a list, not a run's config"),
+        ("42\n", "Invalid loaded object type: int"),
+        ("", "(no data, model, loss, optimizer, trainer node)"),
+        ("seed: 3\nmodel:\n  _target_: x\n", "(no data, loss, optimizer, trainer node)"),
+    ],
+)
+def test_a_damaged_saved_config_is_one_line(run_dir: Path, text: str, expected: str):
+    (run_dir / ".hydra" / "config.yaml").write_text(text)
+    with pytest.raises(ConfigError) as err:
+        saved_run_config(run_dir)
+    message = str(err.value)
+    assert "\n" not in message and expected in message
+    assert message.startswith(f"run_dir={run_dir.resolve()}: .hydra/config.yaml is damaged")
+
+
+def test_a_saved_config_cut_anywhere_is_refused_or_loads(run_dir: Path):
+    """A truncated file (full disk, interrupted copy): at every cut, one line or a config."""
+    saved = run_dir / ".hydra" / "config.yaml"
+    text = saved.read_text()
+    for cut in range(0, len(text), max(1, len(text) // 60)):
+        saved.write_text(text[:cut])
+        try:
+            saved_run_config(run_dir)
+        except ConfigError as err:
+            assert "\n" not in str(err)
+
+
+def test_a_multirun_folder_names_its_job_run_dirs(run_dir: Path, tmp_path: Path):
+    sweep = tmp_path / "multirun"
+    for job in ("10_seed-10", "2_seed-2", "0_seed-0", "1_seed-1"):
+        (sweep / job / ".hydra").mkdir(parents=True)
+        shutil.copy(run_dir / ".hydra" / "config.yaml", sweep / job / ".hydra" / "config.yaml")
+    with pytest.raises(ConfigError) as err:
+        saved_run_config(sweep)
+    assert str(err.value) == (
+        f"run_dir={sweep} is a multirun folder holding 4 job run dirs (0_seed-0, 1_seed-1, "
+        f"2_seed-2 and 1 more), not a run directory; pass one job's run dir instead, e.g. "
+        f"{sweep / '0_seed-0'}"
+    )

@@ -22,6 +22,16 @@ from research.config.errors import ConfigError
             ["trainer.max_epochs=-1", "scheduler=warmup_linear"],
             "scheduler linear_with_warmup decays to the run's last step",
         ),
+        # Lightning's Timer refuses these only once the run dir is made.
+        (["trainer.max_time=12:00"], "trainer.max_time='12:00' is not a duration; give"),
+        (["trainer.max_time={hourz:1}"], "'hourz' is not a unit of time; use weeks, days"),
+        (["trainer.max_time={hours:-1}"], "hours must be a number >= 0"),
+        # numpy refuses a seed beyond 2**32 - 1 when the run seeds its RNGs.
+        (["seed=4294967296"], "seed=4294967296 is out of range; it must be <= 4294967295"),
+        # Hydra removes a group every run builds from, or a key the configs interpolate.
+        (["~model"], "model is missing (removed with ~model?)"),
+        (["~optimizer=adam"], "optimizer is missing (removed with ~optimizer?)"),
+        (["~seed"], "seed is missing (removed with ~seed?)"),
     ],
 )
 def test_unworkable_value_is_refused_in_one_line(overrides: list[str], expected: str):
@@ -41,3 +51,9 @@ def test_unworkable_value_is_refused_in_one_line(overrides: list[str], expected:
 def test_endless_training_is_accepted_where_it_can_work(overrides: list[str]):
     (config,) = check_command_line("train", overrides)
     assert config["trainer"]["max_epochs"] == -1
+
+
+def test_max_time_takes_what_lightning_takes():
+    """A dict of timedelta units is a duration Lightning's Timer accepts too."""
+    (config,) = check_command_line("train", ["trainer.max_time={hours:12,minutes:30}"])
+    assert config["trainer"]["max_time"] == {"hours": 12, "minutes": 30}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import warnings
 from pathlib import Path
 
@@ -57,3 +58,39 @@ def test_an_empty_queries_file_is_the_queries_files_problem(tmp_path: Path):
     with pytest.raises(ValueError) as err:
         load_beir_folder(dataset, "test")
     assert str(err.value) == f"{dataset / 'queries.jsonl'} holds no queries"
+
+
+def _append_jsonl(path: Path, rows: list[dict[str, str]]) -> None:
+    with path.open("a") as out:
+        out.write("".join(json.dumps(row) + "\n" for row in rows))
+
+
+def test_duplicate_ids_warn_once_per_file_with_the_count_and_keep_the_last_copy(tmp_path: Path):
+    dataset = write_beir(tmp_path / "beir")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        load_beir_folder(dataset, "test")  # without duplicates: no warning
+    _append_jsonl(
+        dataset / "corpus.jsonl",
+        [
+            {"_id": "d14", "title": "", "text": "second d14"},
+            {"_id": "d15", "title": "", "text": "second d15"},
+            {"_id": "d14", "title": "", "text": "third d14"},
+        ],
+    )
+    _append_jsonl(dataset / "queries.jsonl", [{"_id": "q15", "text": "second q15"}])
+    _append_qrels(dataset, "test", ["q14\td14\t2", "q16\td16\t1"])
+    with pytest.warns(UserWarning) as caught:
+        split = load_beir_folder(dataset, "test")
+    messages = sorted(str(w.message) for w in caught)
+    assert messages == [
+        f"{dataset / 'corpus.jsonl'}: _ids given more than once: 2 (e.g. d14); the last copy "
+        "of each is kept",
+        f"{dataset / 'qrels' / 'test.tsv'}: (query-id, corpus-id) pairs given more than once: "
+        "2 (e.g. q14 d14); the last score of each is kept",
+        f"{dataset / 'queries.jsonl'}: _ids given more than once: 1 (e.g. q15); the last copy "
+        "of each is kept",
+    ]
+    assert (split.corpus["d14"], split.corpus["d15"]) == ("third d14", "second d15")
+    assert split.queries["q15"] == "second q15" and split.qrels["q14"] == {"d14": 2}
+    assert len(split.corpus) == 18

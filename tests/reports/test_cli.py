@@ -108,6 +108,29 @@ def test_wandb_offline_logs_the_table(runs_folder: Path, tmp_path: Path, monkeyp
     ]
 
 
+def test_wandb_logs_a_run_of_its_own_beside_one_the_caller_has_open(
+    runs_folder: Path, tmp_path: Path, monkeypatch, capsys
+):
+    """From Python (a notebook) with a run open: the report neither logs into that run nor
+    finishes it."""
+    import wandb
+
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    (tmp_path / "mine").mkdir()
+    mine = wandb.init(mode="offline", dir=str(tmp_path / "mine"), project="mine", job_type="x")
+    try:
+        assert main([str(runs_folder), "--out", str(tmp_path / "out"), "--wandb"]) == 0
+        mine.log({"after": 1.0})  # still open: a finished run refuses to log
+    finally:
+        mine.finish()
+        wandb_written()
+    report = read_offline_run(tmp_path / "out")
+    assert (report.project, report.job_type) == ("proj", "report") and "report" in report.summary
+    logged = read_offline_run(tmp_path / "mine")
+    assert "report" not in logged.summary and logged.summary["after"] == 1.0
+
+
 def test_cli_path_imports_neither_torch_nor_lightning(runs_folder: Path, tmp_path: Path):
     code = (
         "import sys; from research.cli.report import main; rc = main(sys.argv[1:]); "

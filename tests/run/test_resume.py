@@ -47,3 +47,19 @@ def test_a_checkpoint_of_another_model_family_names_both(tmp_path: Path):
     del checkpoint["research"]  # a checkpoint from before the family was stored
     with pytest.raises(CheckpointError, match="does not fit this config's ClassificationModule"):
         check_fits(tmp_path / "x.ckpt", checkpoint, task, model_family(cnn))
+
+
+def test_a_checkpoint_of_other_sizes_names_the_first_weight_and_both_shapes(tmp_path: Path):
+    (small,) = check_command_line("train", ["model.net.channels=[8,16]"])
+    (cnn,) = check_command_line("train", [])
+    _, saved_task = build_task(small)
+    _, task = build_task(cnn)
+    checkpoint = {"state_dict": saved_task.state_dict(), "research": {"model": model_family(cnn)}}
+    with pytest.raises(CheckpointError) as err:
+        check_fits(tmp_path / "x.ckpt", checkpoint, task, model_family(cnn))
+    assert str(err.value) == (
+        f"checkpoint {tmp_path / 'x.ckpt'} does not fit this config's ClassificationModule(CNN): "
+        "net.features.0.weight has shape [8, 1, 3, 3] in the checkpoint and [32, 1, 3, 3] in "
+        "the model (10 other weights differ too); use the checkpoint with the config it was "
+        "trained with"
+    )

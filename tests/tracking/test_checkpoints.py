@@ -14,7 +14,9 @@ from research.tracking.checkpoints import (
     CheckpointWriteError,
     read_checkpoint,
 )
+from research.utils.atomic import remove_leftovers
 from tests.helpers.filesystems import tiny_tmpfs
+from tests.helpers.killed_writes import killed_mid_write
 
 
 def _checkpoint(size: int = 4) -> dict:
@@ -68,3 +70,17 @@ def test_an_unreadable_checkpoint_is_one_line(tmp_path: Path, content, message):
     with pytest.raises(CheckpointError, match=message) as err:
         read_checkpoint(path)
     assert "\n" not in str(err.value)
+
+
+def test_a_write_killed_midway_leaves_a_temporary_that_only_it_removes(tmp_path: Path):
+    path = tmp_path / "checkpoints" / "last.ckpt"
+    AtomicCheckpointIO().save_checkpoint(_checkpoint(), path)
+    leftover = killed_mid_write(path)
+    assert leftover.name.startswith(".last.ckpt.") and leftover.name.endswith(".tmp")
+    # A user's files, however alike, are not ours.
+    users = [".last.ckpt.tmp", "last.ckpt.123.tmp", ".notes.tmp", ".last.ckpt.12a.tmp", "x.ckpt"]
+    for name in users:
+        (path.parent / name).write_text("mine")
+    assert remove_leftovers(path.parent) == [leftover]
+    assert sorted(p.name for p in path.parent.iterdir()) == sorted([*users, "last.ckpt"])
+    assert torch.equal(read_checkpoint(path)["state_dict"]["w"], torch.arange(4.0))

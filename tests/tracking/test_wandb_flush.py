@@ -3,6 +3,7 @@ to the offline `.wandb` file survives: the shipped logger config makes it write 
 
 from __future__ import annotations
 
+import contextlib
 import time
 from pathlib import Path
 
@@ -10,6 +11,7 @@ from omegaconf import OmegaConf
 
 from research.tracking.wandb_reader import find_offline_runs, read_offline_run
 from research.tracking.wandb_run import build_loggers
+from tests.helpers.cli import wandb_written
 
 CONF = Path(__file__).parents[2] / "conf" / "logger" / "wandb.yaml"
 
@@ -33,8 +35,10 @@ def test_logged_rows_reach_the_file_while_the_run_is_still_open(tmp_path: Path):
         while not history and time.monotonic() < deadline:
             time.sleep(0.5)
             (path,) = find_offline_runs(tmp_path)
-            history = read_offline_run(path).history
+            with contextlib.suppress(ValueError):  # no run record written yet
+                history = read_offline_run(path).history
         assert history and history[0]["loss"] == 1.5, "nothing written before the run finished"
         assert read_offline_run(path).run_id == run_id
     finally:
         run.finish()
+        wandb_written()  # this process's W&B service, and its token in the environment, go

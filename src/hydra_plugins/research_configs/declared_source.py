@@ -26,7 +26,7 @@ SCHEME = "research"
 
 
 def _written(file: Path) -> DictConfig:
-    cfg = OmegaConf.create(file.read_text(encoding="utf-8"))
+    cfg = OmegaConf.load(file)  # a YAML syntax error then names the file
     return cfg if isinstance(cfg, DictConfig) else OmegaConf.create({})
 
 
@@ -58,9 +58,9 @@ def _completed(folder: str, config_path: str, version: tuple[int, int]) -> tuple
     several times per composition, so this is cached per file version (mtime, size)."""
     from research.config.validate import fill_declared
 
-    text = (Path(folder) / f"{config_path}.yaml").read_text(encoding="utf-8")
-    header = ConfigSource._get_header_dict(text[:512])
-    cfg = OmegaConf.create(text)
+    file = Path(folder) / f"{config_path}.yaml"
+    header = ConfigSource._get_header_dict(file.read_text(encoding="utf-8")[:512])
+    cfg = OmegaConf.load(file)  # a YAML syntax error then names the file
     if isinstance(cfg, DictConfig) and header.get("package") != "_global_":
         fill_declared(cfg, _extended(Path(folder), config_path, cfg))
     return OmegaConf.to_container(cfg, resolve=False), header

@@ -1,14 +1,15 @@
 """An Optuna study as the search sweeper keeps it: its sampler and pruner from config, its identity
-(the config it searches around), and a sampler seed that differs on every resume.
+(the config it searches around), and what parallel workers on it share.
 
-A study resumed with the sampler seeded as on its first start would draw its first trials again
-(TPE's startup trials are random draws from that seed), so the seed is derived from the
-configured seed and the number of trials already in the study: reproducible for a given history,
-never the same stream twice.
+Several workers (the same command started N times on one storage) may run one study: the study is
+opened safely when they create it at once, each trial is sampled with a seed of its own
+(_seeding.py), a worker fails only the trials no worker is running any more (_heartbeat.py), and
+the trial budget counts the trials other workers are running.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 from typing import Any
 
@@ -52,15 +53,6 @@ def _grid(params: dict[str, str]) -> dict[str, list[Any]]:
     return space
 
 
-def resume_seed(seed: int | None, trials_so_far: int) -> int | None:
-    """The sampler seed of a (re)start: the configured seed mixed with the trials already run."""
-    import numpy as np
-
-    if seed is None:
-        return None
-    return int(np.random.SeedSequence([int(seed), trials_so_far]).generate_state(1)[0])
-
-
 def build_sampler(cfg: dict[str, Any], params: dict[str, str], seed: int | None) -> Any:
     """An Optuna sampler from `hydra.sweeper.sampler` ({name, n_startup_trials})."""
     import optuna
@@ -80,6 +72,17 @@ def build_sampler(cfg: dict[str, Any], params: dict[str, str], seed: int | None)
 
         return ask_tell_grid_sampler(_grid(params), seed, INTERRUPTED_ATTR)
     raise ConfigError(f"hydra.sweeper.sampler.name={name}: choose one of: {', '.join(SAMPLERS)}")
+
+
+def search_sampler(cfg: dict[str, Any], params: dict[str, str], seed: int | None) -> Any:
+    """The sampler a search runs with: each trial seeded from (seed, trial number), so workers on
+    one study and resumes of it draw new trials; the grid keeps `seed` itself (it orders the grid,
+    and every worker must agree on that order)."""
+    if seed is None or str(cfg.get("name", "tpe")) == "grid":
+        return build_sampler(cfg, params, seed)
+    from hydra_plugins.research_sweeper._seeding import per_trial_sampler
+
+    return per_trial_sampler(lambda trial_seed: build_sampler(cfg, params, trial_seed), seed)
 
 
 def check_search(sampler: dict[str, Any], pruner: dict[str, Any], params: dict[str, str]) -> None:
@@ -121,6 +124,32 @@ def build_pruner(cfg: dict[str, Any]) -> Any:
             n_warmup_steps=int(cfg.get("n_warmup_steps", 0)),
         )
     raise ConfigError(f"hydra.sweeper.pruner.name={name}: choose one of: {', '.join(PRUNERS)}")
+
+
+def open_study(study_name: str, storage: str | None, direction: str, pruner: Any) -> Any:
+    """Create the study or load it. Workers that create one new study at once race inside
+    Optuna's set-up of a new database (a loser sees "table already exists" or a duplicate version
+    row): the loser waits a moment and opens it again, by then made by the winner."""
+    import time
+
+    import optuna
+    import sqlalchemy.exc
+
+    def create() -> Any:
+        return optuna.create_study(
+            study_name=study_name,
+            storage=storage,
+            direction=direction,
+            pruner=pruner,
+            load_if_exists=True,
+        )
+
+    for delay in (0.05, 0.1, 0.2, 0.4, 0.8):
+        try:
+            return create()
+        except (sqlalchemy.exc.IntegrityError, sqlalchemy.exc.OperationalError):
+            time.sleep(delay)
+    return create()
 
 
 def study_config(task_config: dict[str, Any], searched: list[str]) -> dict[str, Any]:
@@ -172,8 +201,35 @@ def fail_interrupted(study: Any, numbers: list[int], why: str) -> None:
     running = optuna.trial.TrialState.RUNNING
     for trial in study.get_trials(deepcopy=False, states=(running,)):
         if trial.number in numbers:
-            compat.optuna_live_trial(study, trial).set_user_attr(INTERRUPTED_ATTR, why)
-            study.tell(trial.number, state=optuna.trial.TrialState.FAIL)
+            # Another worker may fail the same abandoned trial first: then leave it be.
+            with contextlib.suppress(optuna.exceptions.UpdateFinishedTrialError):
+                compat.optuna_live_trial(study, trial).set_user_attr(INTERRUPTED_ATTR, why)
+            study.tell(trial.number, state=optuna.trial.TrialState.FAIL, skip_if_finished=True)
+
+
+def fail_abandoned(study: Any) -> None:
+    """Fail (uncounted) the RUNNING trials whose worker died without a word; leave those another
+    live worker is running."""
+    import time
+
+    import optuna
+
+    from hydra_plugins.research_sweeper._heartbeat import abandoned
+
+    now = time.time()
+    running = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,))
+    stale = [t.number for t in running if abandoned(t, now)]
+    if stale:
+        fail_interrupted(study, stale, "left running by a stopped search")
+
+
+def trials_left(study: Any, n_trials: int) -> int:
+    """How many more trials a worker may start: `n_trials` less those counted and those other
+    workers are running (a worker calls this with none of its own running)."""
+    import optuna
+
+    running = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,))
+    return n_trials - counted_trials(study) - len(running)
 
 
 def grid_done(study: Any) -> bool:

@@ -9,11 +9,12 @@ continues it up to `n_trials` finished trials; a trial a signal or a crash stopp
 and does not count, so the rerun draws another in its place. A grid search ends with its grid.
 
 Search spaces use Hydra's sweep syntax: `choice(a, b)`, `range(1, 8)`, `interval(0.0, 0.5)`,
-`tag(log, interval(1e-4, 1e-1))`. The sampler and pruner come from config (study.py); a resumed
-study draws new trials (its sampler seed differs per resume) and refuses a changed non-searched
-config. Each job gets `trial=<number>` (metrics.json, W&B config, run name); the job reports its
-`val/*` monitor per epoch to the study when a pruner is set. At the end the best trial is printed
-with its run dir and W&B id.
+`tag(log, interval(1e-4, 1e-1))`. The sampler and pruner come from config (study.py); each trial
+is sampled with a seed of its own, so a resumed study and parallel workers on one study (the same
+command started N times) draw new trials; a study refuses a changed non-searched config. Each
+job gets `trial=<number>` (metrics.json, W&B config, run name); the job reports its `val/*`
+monitor per epoch to the study when a pruner is set. At the end the best trial is printed with its
+run dir and W&B id.
 """
 
 from __future__ import annotations
@@ -26,17 +27,19 @@ from hydra.core.override_parser.types import ChoiceSweep, RangeSweep
 from hydra.core.utils import JobStatus
 from omegaconf import DictConfig, OmegaConf
 
+from hydra_plugins.research_sweeper._heartbeat import beating
 from hydra_plugins.research_sweeper._study import (
     build_pruner,
-    build_sampler,
     check_identity,
     check_search,
-    counted_trials,
+    fail_abandoned,
     fail_interrupted,
     grid_done,
-    resume_seed,
+    open_study,
+    search_sampler,
     study_config,
     sweep_of,
+    trials_left,
 )
 from hydra_plugins.research_sweeper.base import LaunchingSweeper
 from research.config.errors import ConfigError
@@ -80,31 +83,20 @@ class OptunaStudySweeper(LaunchingSweeper):
         self.sampler_cfg, self.pruner_cfg = _plain(sampler), _plain(pruner)
 
     def _study(self) -> Any:
-        """Create or load the study, fail its trials left running by a crash, check its config
-        and give it a sampler seeded for this (re)start."""
-        import optuna
-
+        """Create or load the study, check its config and give it this search's sampler."""
         from research.config.validate import resolve
 
         if self.storage and self.storage.startswith("sqlite:///"):
             Path(self.storage.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
         seed = self.sampler_cfg.get("seed")
         seed = self.seed if seed is None else seed
-        study = optuna.create_study(
-            study_name=self.study_name,
-            storage=self.storage,
-            direction=self.direction,
-            pruner=build_pruner(self.pruner_cfg),
-            load_if_exists=True,
+        study = open_study(
+            self.study_name, self.storage, self.direction, build_pruner(self.pruner_cfg)
         )
         assert self.config is not None
         config = study_config(resolve(self.config), list(self.params))
         check_identity(study, config, self.storage or "memory")
-        stale = study.get_trials(states=(optuna.trial.TrialState.RUNNING,))
-        fail_interrupted(study, [t.number for t in stale], "left running by a stopped search")
-        study.sampler = build_sampler(
-            self.sampler_cfg, self.params, resume_seed(seed, len(study.trials))
-        )
+        study.sampler = search_sampler(self.sampler_cfg, self.params, seed)
         return study
 
     def sweep(self, arguments: list[str]) -> Any:
@@ -122,8 +114,8 @@ class OptunaStudySweeper(LaunchingSweeper):
         sweep_dir = self.prepare_sweep_dir()
         study = self._study()
         job_index = 0
-        while (done := counted_trials(study)) < self.n_trials and not grid_done(study):
-            trials = [study.ask() for _ in range(min(self.n_jobs, self.n_trials - done))]
+        while (left := self._left(study)) > 0 and not grid_done(study):
+            trials = [study.ask() for _ in range(min(self.n_jobs, left))]
             batch = [
                 [
                     *arguments,
@@ -134,7 +126,8 @@ class OptunaStudySweeper(LaunchingSweeper):
             ]
             self.validate_batch_is_legal(batch)
             try:
-                returns = self.launcher.launch(batch, initial_job_idx=job_index)
+                with beating(trials):
+                    returns = self.launcher.launch(batch, initial_job_idx=job_index)
             except KeyboardInterrupt as stop:  # research.interrupt.Interrupted: any signal
                 # Not a result of its parameters: failed, and not counted, so a rerun of the
                 # same command draws a new trial in its place.
@@ -146,6 +139,11 @@ class OptunaStudySweeper(LaunchingSweeper):
             for trial, job in zip(trials, returns, strict=True):
                 self._tell(study, trial, job)
         self._report_best(study, sweep_dir)
+
+    def _left(self, study: Any) -> int:
+        """Trials still to start, after failing those a dead worker left running."""
+        fail_abandoned(study)
+        return trials_left(study, self.n_trials)
 
     def _tell(self, study: Any, trial: Any, job: Any) -> None:
         """Record a finished job in the study: its value, or pruned / failed."""

@@ -20,6 +20,7 @@ from research.tracking.run_dir import (
     CHECKPOINT_DIR,
     METRICS_FILE,
     find_unfinished_run,
+    other_attempt,
     read_metrics,
 )
 
@@ -34,6 +35,7 @@ class Job:
     run_id: str = ""
     done: bool = False
     resume: Path | None = None  # the last.ckpt of this job's killed earlier attempt
+    running: Path | None = None  # the run dir where another live process runs this job now
 
 
 def folder_name(name: str, spec: dict[str, Any], extra: list[str]) -> str:
@@ -62,7 +64,8 @@ def plan(
     folder: str | None = None,
 ) -> list[Job]:
     """Every (variant, seed) job of the ablation with its overrides, run id, whether it already
-    completed, and the checkpoint to resume from when an earlier attempt was killed."""
+    completed or another process runs it now, and the checkpoint to resume from when an earlier
+    attempt was killed."""
     folder = folder or name
     tags = json.dumps(list(spec.get("tags") or []) + ["ablation", name])
     jobs = [
@@ -91,6 +94,10 @@ def plan(
             log_root = ablation_dir(config, folder)
             completed = _completed_run_ids(log_root)
         job.done = job.run_id in completed
+        attempt = None if job.done else other_attempt(log_root, job.run_id)
+        if attempt is not None and attempt[1] == "running":
+            job.running = attempt[0]
+            continue
         unfinished = None if job.done else find_unfinished_run(log_root, job.run_id)
         if unfinished is not None:
             job.resume = unfinished / CHECKPOINT_DIR / "last.ckpt"

@@ -36,6 +36,14 @@ def _number(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) else None
 
 
+def _on_terminal() -> bool:
+    """Whether stdout is a terminal; a missing or closed one (`>&-`, an embedding host) is not."""
+    try:
+        return sys.stdout is not None and sys.stdout.isatty()
+    except (OSError, ValueError):
+        return False
+
+
 class ProgressLog(L.Callback):
     """Logs progress lines (rank zero) when stdout is not a terminal, or always with `always`."""
 
@@ -44,7 +52,7 @@ class ProgressLog(L.Callback):
         self.active = False
 
     def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        self.active = trainer.is_global_zero and (self.config.always or not sys.stdout.isatty())
+        self.active = trainer.is_global_zero and (self.config.always or not _on_terminal())
         self.start_time = self.last_time = time.monotonic()
         self.start_step = self.last_step = trainer.global_step
 

@@ -23,8 +23,10 @@ from pathlib import Path
 from research.ablation.plan import Job, ablation_dir, folder_name, plan, summary_line
 from research.ablation.spec import load_ablation, variants
 from research.cli.app import run, train_task
+from research.cli.console import protect_console
 from research.config.compose import check_command_line
 from research.config.errors import ConfigError
+from research.config.names import check_overrides
 
 
 def _selected(names: list[str], chosen: str | None, what: str) -> list[str]:
@@ -42,6 +44,8 @@ def _selected(names: list[str], chosen: str | None, what: str) -> list[str]:
 
 
 def _launch(folder: Path, jobs: list[Job], launcher_args: list[str], command: str) -> int:
+    """Run `jobs` as one multirun in a new sweep dir of `folder`; a job that another caller
+    completed or is running by the time it starts is skipped."""
     sweep_dir = folder / datetime.now().strftime("%Y-%m-%d_%H-%M-%S-%f")
     sweep_dir.mkdir(parents=True)
     jobs_file = sweep_dir / "jobs.json"
@@ -59,12 +63,15 @@ def _launch(folder: Path, jobs: list[Job], launcher_args: list[str], command: st
             *launcher_args,
         ],
         command=command,
+        one_attempt_in=folder,
     )
 
 
 def _state(job: Job, chosen: bool) -> str:
     if job.done:
         return "done, skipped"
+    if job.running:
+        return f"running in {job.running}, skipped"
     if not chosen:
         return "not selected"
     return f"to run, resumes {job.resume}" if job.resume else "to run"
@@ -89,6 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     command = shlex.join(["research-ablate", *(sys.argv[1:] if argv is None else argv)])
     try:
+        check_overrides(args.overrides)
         spec = load_ablation(args.name)
         launcher_args = [o for o in args.overrides if o.startswith(("launcher=", "hydra."))]
         extra = [o for o in args.overrides if o not in launcher_args]
@@ -100,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"research-ablate: error: {err}", file=sys.stderr)
         return 2
     chosen = [job for job in jobs if job.variant in only and str(job.seed) in seeds]
-    todo = [job for job in chosen if not job.done]
+    todo = [job for job in chosen if not job.done and not job.running]
     for job in jobs:
         print(f"{job.variant:24s} seed={job.seed:<4d} {job.run_id}  {_state(job, job in chosen)}")
     print(
@@ -117,4 +125,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def entry() -> None:
+    protect_console()
     sys.exit(main())

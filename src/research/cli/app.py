@@ -18,12 +18,14 @@ from typing import Any
 
 from research import compat
 from research.cli.help import node_help, usage
+from research.cli.run_dirs import RunDirClaim, claim_attempt, claim_run_dir, explicit
 from research.config.compose import compose_all, hydra_node, planned_jobs
 from research.config.errors import ConfigError
+from research.config.names import check_overrides
 from research.config.paths import config_dir
 from research.config.validate import undeclared, validate
 from research.run.signals import Interrupted, signals_raise
-from research.tracking.run_lock import RunDirBusy, RunDirLock
+from research.tracking.run_lock import RunDirBusy
 
 # The user's command line, as every job records it.
 COMMAND_ENV = "RESEARCH_COMMAND"
@@ -53,14 +55,19 @@ def _check_saved_runs(configs: list[dict[str, Any]]) -> None:
     from research.run.preflight import eval_checkpoint
 
     for config in configs:
-        saved_run_config(config["run_dir"], config.get("overrides") or [])
+        saved_run_config(config["run_dir"], config.get("overrides") or [], config["trust_run_dir"])
         eval_checkpoint(Path(config["run_dir"]).expanduser().resolve(), config["ckpt"])
 
 
 def _check_machine(configs: list[dict[str, Any]], hydra: Any) -> None:
     """What the schemas cannot know: files, folders and devices of this machine. Jobs that run
     elsewhere (SLURM) are not checked against this machine's devices."""
-    from research.run.preflight import check_accelerator, check_ckpt_path, check_writable
+    from research.run.preflight import (
+        check_accelerator,
+        check_ckpt_path,
+        check_workers,
+        check_writable,
+    )
 
     remote = "slurm" in str(hydra.launcher.get("_target_", "")).lower()
     for log_dir in sorted({str(c["paths"]["log_dir"]) for c in configs}):
@@ -69,6 +76,19 @@ def _check_machine(configs: list[dict[str, Any]], hydra: Any) -> None:
         check_ckpt_path(config)
         if not remote:
             check_accelerator(config)
+            check_workers(config)
+
+
+def _check_multirun(configs: list[dict[str, Any]]) -> None:
+    """`ckpt_path=last` resumes one run in that run's own dir; a multirun gives every job a new
+    dir, so each job would fail (or resume elsewhere) after its dir was made."""
+    if any(config.get("ckpt_path") == "last" for config in configs):
+        raise ConfigError(
+            "ckpt_path=last cannot run under -m: it resumes one run in its own run dir, and a "
+            "multirun starts a new dir per job; resume each unfinished job alone "
+            "(research-train <its overrides> ckpt_path=last), or give a .ckpt file to start "
+            "every job from"
+        )
 
 
 def _modes(parsed: Any) -> list[str]:
@@ -82,51 +102,6 @@ def _modes(parsed: Any) -> list[str]:
         ("--shell-completion", parsed.shell_completion),
     )
     return [name for name, given in flags if given]
-
-
-def _explicit(args: list[str], key: str) -> str | None:
-    """The value of a `key=value` argument, unquoted; None when absent."""
-    found = [a.split("=", 1)[1] for a in args if a.startswith(f"{key}=")]
-    return found[-1].strip("'\"") if found else None
-
-
-def _is_rank_zero() -> bool:
-    """Lightning's DDP launcher and SLURM start the other ranks with the same command line;
-    only rank zero owns the run dir."""
-    return all(os.environ.get(var, "0") == "0" for var in ("RANK", "LOCAL_RANK", "SLURM_PROCID"))
-
-
-def _reused_run_dir(args: list[str], config: dict[str, Any]) -> Path | None:
-    """The existing run dir a single run continues: `hydra.run.dir=<dir>`, or for
-    `ckpt_path=last` this config's newest unfinished run (pinned in `args`)."""
-    from research.tracking.identity import run_id
-    from research.tracking.run_dir import find_unfinished_run
-
-    explicit = _explicit(args, "hydra.run.dir")
-    if explicit is not None:
-        return None if "${" in explicit else Path(explicit).expanduser().absolute()
-    if config.get("ckpt_path") != "last":
-        return None
-    log_dir = Path(config["paths"]["log_dir"])
-    previous = find_unfinished_run(log_dir, run_id(config))
-    if previous is None:
-        raise ConfigError(
-            f"ckpt_path=last: no unfinished run with run id {run_id(config)} under {log_dir}; "
-            "start without ckpt_path or pass a .ckpt path"
-        )
-    args.append(f"hydra.run.dir='{previous}'")
-    return previous
-
-
-def _claim(run_dir: Path | None, config: dict[str, Any]) -> RunDirLock | None:
-    """Before Hydra writes into a reused run dir: it must hold this config's run, and no other
-    live process may be using it."""
-    from research.run.preflight import check_run_dir_identity
-
-    if run_dir is None or not run_dir.is_dir():
-        return None
-    check_run_dir_identity(run_dir, config)
-    return RunDirLock(run_dir).acquire() if _is_rank_zero() else None
 
 
 def _print_help(prog: str, config_name: str, args: list[str]) -> int:
@@ -169,21 +144,25 @@ def run(
     task: Callable[[Any], Any],
     argv: Sequence[str] | None = None,
     command: str | None = None,
+    one_attempt_in: Path | None = None,
 ) -> int:
     """Check the command line, hand it to Hydra, and map the jobs' outcome to an exit code.
 
     `command` is the line the user typed (research-ablate's, not the sweep it starts); every
-    job records it (RESEARCH_COMMAND, so jobs in other processes see it too)."""
+    job records it (RESEARCH_COMMAND, so jobs in other processes see it too). With
+    `one_attempt_in` (an ablation's folder), a job whose run id completed there or is running
+    there in another process is skipped, however many callers launched it."""
     import hydra
 
     args = list(sys.argv[1:] if argv is None else argv)
-    os.environ[COMMAND_ENV] = command or shlex.join([prog, *args])
     try:
+        check_overrides(args)  # before anything records them or writes them into a job script
         if "--help" in args or "-h" in args:
             return _print_help(prog, config_name, args)
     except ConfigError as err:
         print(f"{prog}: error: {err}", file=sys.stderr)
         return 2
+    os.environ[COMMAND_ENV] = command or shlex.join([prog, *args])
     parsed = compat.hydra_args_parser().parse_args(args)
     modes = _modes(parsed)
     if len(modes) > 1:
@@ -197,7 +176,7 @@ def run(
     informative = info_only or bool(parsed.cfg)
     multirun: Path | None = None
     planned: list[list[str]] | None = None
-    lock: RunDirLock | None = None
+    claim: RunDirClaim | None = None
     if not info_only:
         try:
             composed = compose_all(config_name, parsed.overrides, single=not parsed.multirun)
@@ -209,12 +188,13 @@ def run(
                 hydra_cfg = hydra_node(composed[0])
                 _check_machine(configs, hydra_cfg)
                 if parsed.multirun:
+                    _check_multirun(configs)
                     multirun = Path(str(hydra_cfg.sweep.dir))
                     planned = planned_jobs(hydra_cfg, parsed.overrides)
-                    if _explicit(args, "hydra.sweep.dir") is None:
+                    if explicit(args, "hydra.sweep.dir") is None:
                         args.append(f"hydra.sweep.dir='{multirun}'")
                 elif config_name == "train":
-                    lock = _claim(_reused_run_dir(args, configs[0]), configs[0])
+                    claim = claim_run_dir(args, configs[0], hydra_cfg)
         except (ConfigError, RunDirBusy) as err:
             print(f"{prog}: error: {err}", file=sys.stderr)
             return 2
@@ -226,7 +206,16 @@ def run(
         from omegaconf import OmegaConf
 
         started.append(int(OmegaConf.select(HydraConfig.get(), "job.num", default=0) or 0))
-        outcome = task(cfg)
+        attempt = None
+        if one_attempt_in is not None:
+            attempt = claim_attempt(prog, one_attempt_in, cfg)
+            if attempt is None:
+                return None
+        try:
+            outcome = task(cfg)
+        finally:
+            if attempt is not None:
+                attempt.release()
         outcomes.append(outcome)
         if outcome.interrupted is not None and multirun is not None:
             raise outcome.interrupted  # stops the sweep: no further job starts
@@ -243,8 +232,8 @@ def run(
         return _stopped(prog, stop, multirun, planned, started, bool(outcomes))
     finally:
         sys.argv = saved_argv
-        if lock is not None:
-            lock.release()
+        if claim is not None:
+            claim.release()
     if informative:
         return 0
     if multirun is not None:

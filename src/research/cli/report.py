@@ -10,6 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from research.cli.console import protect_console
 from research.reports import ReportError, build_report
 from research.reports.source import ablation_spec, resolve_source, variant_names
 
@@ -36,8 +37,11 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="research-report",
         description="Aggregate run dirs per variant over seeds: report.md (table + plots), "
-        "report.csv, runs.csv and PNG plots; the table is printed. Exit status 0 on success, "
-        "2 on a bad source, metric or option, 1 when --wandb could not log.",
+        "report.csv, runs.csv and PNG plots; the table is printed. A run dir that cannot be "
+        "read, or holds values the report cannot use (an inf/NaN metric, a seed that is not a "
+        "64-bit integer, ...), is flagged with a warning and the rest is reported. Exit status "
+        "0 on success, 2 on a bad source, metric or option, 1 when no run completed with a "
+        "value to report (the report is still written) or --wandb could not log.",
     )
     parser.add_argument("source", help=_SOURCE_HELP)
     parser.add_argument(
@@ -122,6 +126,13 @@ def main(argv: list[str] | None = None) -> int:
         f"{report.out_dir}",
         file=sys.stderr,
     )
+    if not report.usable:
+        print(
+            f"research-report: error: no run under {source} completed with a value to report "
+            f"({len(report.runs)} runs; see {report.out_dir / 'report.md'})",
+            file=sys.stderr,
+        )
+        return 1
     if args.wandb:
         from research.config.errors import one_line
 
@@ -140,6 +151,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def entry() -> None:
     """The console script pyproject.toml names (`research.cli.report:entry`)."""
+    protect_console()
     sys.exit(main())
 
 

@@ -2,19 +2,27 @@
 
 A sweep is checked value by value (every value of every swept key at least once), so a typo in
 the fifth value of a 20-job multirun fails in a second instead of after four finished jobs.
+Whatever Hydra's parser or composition raises (a grammar mistake, a missing option, an unknown key
+or group, a YAML syntax error) becomes one line here, with the closest valid name where there is
+one; Hydra's own syntax (sweep functions, `hydra.searchpath`) is left to Hydra.
 """
 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Sequence
+import re
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import yaml
 from hydra import compose, initialize_config_dir
+from hydra.core.config_loader import ConfigLoader
+from hydra.core.global_hydra import GlobalHydra
 from hydra.core.override_parser.overrides_parser import OverridesParser
-from hydra.core.override_parser.types import Override
-from hydra.errors import HydraException
+from hydra.core.override_parser.types import ChoiceSweep, Override, RangeSweep
+from hydra.errors import HydraException, MissingConfigException, OverrideParseException
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
@@ -23,6 +31,8 @@ from research.config.errors import ConfigError, one_line
 from research.config.paths import config_dir
 from research.config.validate import validate
 
+GRAMMAR = "https://hydra.cc/docs/advanced/override_grammar/basic/"
+
 
 def group_options(group: str) -> list[str]:
     """The option names of a config group (its YAML files), sorted."""
@@ -30,27 +40,51 @@ def group_options(group: str) -> list[str]:
     return sorted(p.stem for p in folder.glob("*.yaml")) if folder.is_dir() else []
 
 
-def _values(override: Override) -> list[str] | None:
-    """The string values an override takes; None for a search interval (sampled per job)."""
-    if not override.is_sweep_override():
-        return [override.get_value_element_as_str()]
+@contextmanager
+def _hydra() -> Iterator[None]:
+    """Hydra initialized on research's configs (its config loader lists group options)."""
+    with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
+        yield
+
+
+def _loader() -> ConfigLoader | None:
+    hydra = GlobalHydra.instance()
+    return hydra.config_loader() if hydra.is_initialized() else None
+
+
+def _parse(overrides: Sequence[str]) -> list[Override]:
+    """Hydra's parse of `overrides`; within `_hydra()` `glob(...)` can list a group's options,
+    as Hydra's own sweeper does. A grammar mistake is one line naming the override."""
     try:
-        return list(override.sweep_string_iterator())
-    except Exception:  # noqa: BLE001 - interval sweeps cannot be enumerated
+        return OverridesParser.create(config_loader=_loader()).parse_overrides(list(overrides))
+    except OverrideParseException as err:
+        lines = [ln.strip() for ln in err.message.splitlines() if ln.strip()]
+        lines = [ln for ln in lines if not ln.startswith(("See https:", "Error parsing", "^"))]
+        reason = "; ".join(re.sub(r"^\w+ while evaluating '[^']*': ", "", ln) for ln in lines)
+        raise ConfigError(
+            f"{err.override}: {reason}; see Hydra's override grammar: {GRAMMAR}"
+        ) from None
+    except HydraException as err:
+        raise ConfigError(one_line(err)) from None
+
+
+def _settings(override: Override) -> list[str] | None:
+    """The concrete `key=value` overrides an override stands for (one per swept value); None
+    for a search interval (sampled per job)."""
+    if override.is_interval_sweep():
         return None
-
-
-def _check_choice(override: Override, values: list[str]) -> None:
-    group = override.key_or_group
-    options = group_options(group)
-    if not options or override.is_delete() or override.package is not None:
-        return
-    for value in values:
-        if value not in options and value != "null":
-            raise ConfigError(
-                f"{group}={value}: no such config in conf/{group}/; choose one of: "
-                f"{', '.join(options)}"
-            )
+    if not override.is_sweep_override():
+        return [override.input_line]
+    try:
+        values = list(override.sweep_string_iterator())
+    except (HydraException, ValueError) as err:
+        raise ConfigError(f"{override.input_line}: {one_line(err)}") from None
+    if not values:
+        raise ConfigError(
+            f"{override.input_line} sweeps no value; give at least one (e.g. a,b or range(0,3); "
+            "glob() patterns must match a config of the group)"
+        )
+    return [f"{override.get_key_element()}={value}" for value in values]
 
 
 def expand(overrides: Sequence[str], single: bool = False) -> list[list[str]]:
@@ -58,10 +92,7 @@ def expand(overrides: Sequence[str], single: bool = False) -> list[list[str]]:
 
     `single` (no -m): a swept value is refused in one line here; Hydra would reject it only when
     the job starts, with a multi-line message."""
-    try:
-        parsed = OverridesParser.create().parse_overrides(list(overrides))
-    except HydraException as err:
-        raise ConfigError(one_line(err)) from None
+    parsed = _parse(overrides)
     swept = [o.input_line for o in parsed if o.is_sweep_override()] if single else []
     if swept:
         raise ConfigError(
@@ -70,14 +101,9 @@ def expand(overrides: Sequence[str], single: bool = False) -> list[list[str]]:
         )
     columns: list[list[str]] = []
     for override in parsed:
-        values = _values(override)
-        if values is None:
-            continue
-        _check_choice(override, values)
-        key = override.get_key_element()
-        columns.append(
-            [f"{key}={v}" if not override.is_delete() else key for v in values] if values else [key]
-        )
+        settings = _settings(override)
+        if settings is not None:
+            columns.append(settings)
     if not columns:
         return [[]]
     first = [col[0] for col in columns]
@@ -99,37 +125,108 @@ def _dotted_keys(node: Any, at: str = "") -> list[str]:
     return paths
 
 
-def _known_keys(config_name: str, overrides: list[str], key: str) -> str:
-    """'; did you mean <close key>?; <parent> has: a, b' for the unknown `key`, composed with
-    the command line's group choices only (other key overrides may be unknown too)."""
-    groups = [o for o in overrides if "." not in o.split("=", 1)[0]]
+def _line_of(overrides: Sequence[str], key: str) -> str:
+    """The command-line override that sets `key` (as typed), else `key` itself."""
+    return next(
+        (o for o in overrides if re.split(r"[=@]", o.lstrip("~+"), maxsplit=1)[0] == key), key
+    )
+
+
+def _unknown_key(config_name: str, overrides: list[str], key: str) -> str:
+    """An override of a key the config does not have: the closest key or config group (a typo
+    in `model=...` is one), and what the parent node has, composed with the command line's
+    other group choices (other key overrides may be unknown too)."""
+    line = _line_of(overrides, key)
+    kept = [
+        o
+        for o in overrides
+        if o != line and ("." not in o.split("=", 1)[0] or o.startswith("hydra.searchpath="))
+    ]
     try:
-        cfg = compose(config_name=config_name, overrides=groups)
-    except (HydraException, OmegaConfBaseException):
-        return ""
-    keys = _dotted_keys(OmegaConf.to_container(cfg, resolve=False))
+        cfg = compose(config_name=config_name, overrides=kept)
+    except (HydraException, OmegaConfBaseException, ValueError, yaml.YAMLError):
+        return f"{line}: no such key"
+    loader = _loader()
+    groups = [g for g in loader.list_groups("") if g != "hydra"] if loader else []
+    keys = [*groups, *_dotted_keys(OmegaConf.to_container(cfg, resolve=False))]
+    if line.startswith("~") and key in keys:  # Hydra cannot delete a null or ??? value
+        return f"{line}: {key} has no value to remove; set one with {key}=<value> if need be"
     close = difflib.get_close_matches(key, keys, n=1, cutoff=0.75)
-    hint = f"; did you mean {close[0]}?" if close else ""
+    message = f"{line}: no such key or config group" if "." not in key else f"{line}: no such key"
+    message += f"; did you mean {close[0]}?" if close else ""
     parent = key
     while parent:
         parent = parent.rpartition(".")[0]
         node = OmegaConf.select(cfg, parent) if parent else cfg
         if isinstance(node, DictConfig):
             names = sorted(str(k) for k in node if not str(k).startswith("_"))
-            return f"{hint}; {parent or 'the config'} has: {', '.join(names)}"
-    return hint
+            message += f"; {parent or 'the config'} has: {', '.join(names)}"
+            break
+    if not close and not line.startswith("~"):
+        message += f"; to add a new key write +{line.lstrip('+')}"
+    return message
+
+
+def _missing_config(err: MissingConfigException, overrides: list[str]) -> str | None:
+    """A group option that is not there: the options the search path holds (conf/ and any
+    hydra.searchpath folder), and which file named it when the command line did not."""
+    group, _, name = str(err.missing_cfg_file).rpartition("/")
+    if not group or err.options is None:
+        return None
+    named_in = re.match(r"In '([^']+)':", str(err))
+    where = named_in.group(1) if named_in else ""
+    line = _line_of(overrides, group)
+    if "/" in where and not where.startswith("hydra/"):  # a defaults list in that file
+        line = f"{where}.yaml: {group}={name}"
+    elif line == group:
+        line = f"{group}={name} (from a defaults list)"
+    searched = f"conf/{group}/" + (
+        " or hydra.searchpath" if any(o.startswith("hydra.searchpath=") for o in overrides) else ""
+    )
+    return f"{line}: no such config in {searched}; choose one of: {', '.join(err.options)}"
+
+
+def _group_message(err: BaseException, overrides: list[str]) -> str | None:
+    """Hydra's defaults-list refusals that name no override: `group=null` for a group that is
+    not optional, `+group=x` for a group the defaults list has already."""
+    text = str(err)
+    loader = _loader()
+    groups = set(loader.list_groups("")) if loader else set()
+    if text.startswith("Config group override must be a string or a list"):
+        for line in overrides:
+            group, _, value = line.partition("=")
+            if group in groups and value == "null":
+                options = ", ".join(loader.get_group_options(group)) if loader else ""
+                return f"{line}: {group} cannot be null; choose one of: {options}"
+    twice = re.match(r"(?:Multiple values for (\S+?)\.|(\S+) appears more than once)", text)
+    if twice:
+        group = twice.group(1) or twice.group(2)
+        line = next((o for o in overrides if o.startswith(f"+{group}=")), None)
+        if line is not None:
+            return (
+                f"{line}: {group} is in the defaults list already; choose its config with "
+                f"{line[1:]} (no +)"
+            )
+    return None
+
+
+def _explain(err: BaseException, config_name: str, overrides: list[str]) -> str:
+    """One line for whatever Hydra's composition raised."""
+    if isinstance(err, MissingConfigException):
+        message = _missing_config(err, overrides)
+        if message:
+            return message
+    unknown = re.match(r"Could not (?:override|delete from config\.) '([^']+)'", str(err))
+    if unknown:
+        return _unknown_key(config_name, overrides, unknown.group(1))
+    return _group_message(err, overrides) or one_line(err)
 
 
 def _compose_one(config_name: str, overrides: list[str]) -> DictConfig:
     try:
         return compose(config_name=config_name, overrides=overrides, return_hydra_config=True)
-    except (HydraException, OmegaConfBaseException) as err:
-        lines = [ln.strip() for ln in str(err).splitlines() if ln.strip()]
-        if lines and lines[0].startswith("Could not override") and len(lines) > 1:
-            key = lines[0].split("'")[1] if lines[0].count("'") >= 2 else ""
-            known = _known_keys(config_name, overrides, key) if key else ""
-            raise ConfigError(f"{lines[0].rstrip('.')}: no such key{known} ({lines[1]})") from None
-        raise ConfigError(one_line(err)) from None
+    except (HydraException, OmegaConfBaseException, ValueError, yaml.YAMLError) as err:
+        raise ConfigError(_explain(err, config_name, overrides)) from None
 
 
 def compose_all(
@@ -137,19 +234,34 @@ def compose_all(
 ) -> list[DictConfig]:
     """The config of each concrete override list of `expand`, Hydra's own node included (its
     `hydra.sweep.dir` says where a multirun will write); Hydra is released afterwards."""
-    with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
+    with _hydra():
         return [_compose_one(config_name, combo) for combo in expand(overrides, single)]
+
+
+def _shuffled(override: Override) -> bool:
+    value = override.value()
+    return isinstance(value, (ChoiceSweep, RangeSweep)) and value.shuffle
 
 
 def planned_jobs(hydra: DictConfig, overrides: Sequence[str]) -> list[list[str]] | None:
     """The override list of every job a multirun will launch, in launch order (Hydra numbers
-    them from 0); None for a sweeper that decides its jobs as it goes (Optuna)."""
+    them from 0); None for a sweeper that decides its jobs as it goes (Optuna) and for a
+    `shuffle(...)` sweep (Hydra draws its order at launch)."""
     import json
 
     target = str(OmegaConf.select(hydra, "sweeper._target_") or "")
     task = [o for o in overrides if not o.lstrip("+~").startswith(("hydra.", "hydra/"))]
     if target.endswith(".BasicSweeper"):
-        return compat.hydra_basic_sweep_jobs(OverridesParser.create().parse_overrides(task))
+        with _hydra():
+            parsed = _parse(task)
+        interval = next((o for o in parsed if o.is_interval_sweep()), None)
+        if interval is not None:
+            raise ConfigError(
+                f"{interval.input_line}: interval() samples a range, which only a search sweeper "
+                "does (hparams_search=optuna); a plain -m sweep takes listed values: a,b, "
+                "range(), choice(), glob()"
+            )
+        return None if any(map(_shuffled, parsed)) else compat.hydra_basic_sweep_jobs(parsed)
     if target.endswith(".ListSweeper"):
         jobs = json.loads(Path(str(hydra.sweeper.jobs_file)).read_text())
         return [[*task, *job] for job in jobs]

@@ -29,6 +29,11 @@ def usable_cores() -> int:
     return os.cpu_count() or 1
 
 
+def process_limit(cores: int) -> int:
+    """The most processes of one kind (ranks, loader workers) a machine with `cores` runs well."""
+    return max(2, PROCESSES_PER_CORE * cores)
+
+
 def _has_accelerator() -> bool:
     """Whether `accelerator: auto` may pick a GPU (NVIDIA or ROCm device files, Apple MPS)."""
     dev = Path("/dev")
@@ -53,7 +58,7 @@ def check_devices(trainer: dict[str, Any]) -> None:
         return
     count = _count(trainer.get("devices"))
     cores = usable_cores()
-    limit = max(2, PROCESSES_PER_CORE * cores)
+    limit = process_limit(cores)
     if count is not None and count > limit:
         raise ConfigError(
             f"trainer.devices={count} on CPU starts {count} processes but this machine has "

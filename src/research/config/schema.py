@@ -17,6 +17,8 @@ from typing import Any, ClassVar, TypeVar
 
 from research.config.errors import ConfigError
 
+# numpy's (and so Lightning's seed_everything's) seed range is 0 .. 2**32 - 1.
+MAX_SEED = 2**32 - 1
 _HYDRA_KEYS = {"_target_", "_partial_", "_recursive_", "_convert_", "_args_"}
 SCHEMAS: dict[str, type[Schema]] = {}
 S = TypeVar("S", bound="Schema")
@@ -37,6 +39,8 @@ class Schema:
     targets: ClassVar[tuple[str, ...]] = ()
     # Keys passed through unchecked (e.g. sub-modules, which have schemas of their own).
     passthrough: ClassVar[tuple[str, ...]] = ()
+    # Keys a config must have (an entry config's groups a run builds from): `~model` is refused.
+    required: ClassVar[tuple[str, ...]] = ()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

@@ -16,6 +16,7 @@ from omegaconf.errors import OmegaConfBaseException
 from research import compat
 from research.config.devices import check_devices, check_strategy
 from research.config.errors import ConfigError, one_line
+from research.config.names import check_config_names
 from research.config.registry import declaration
 from research.config.schema import check_node, walk_targets
 
@@ -107,6 +108,18 @@ def undeclared(resolved: dict[str, Any]) -> list[str]:
     ]
 
 
+def _check_required(cfg: DictConfig, required: tuple[str, ...], entry: str) -> None:
+    """Hydra lets `~model` (or `~seed`) remove what every run builds from or reads; the run
+    would fail only after its run dir was made."""
+    for key in required:
+        if cfg.get(key) is None:
+            raise ConfigError(
+                f"{key} is missing (removed with ~{key}?): every research-{entry} run needs it; "
+                f"choose another with {key}=... instead (research-{entry} --help lists the "
+                "config groups and their options)"
+            )
+
+
 def validate(cfg: DictConfig, entry: str = "train") -> dict[str, Any]:
     """Validate `cfg` and return it completed and resolved; the first problem raises a one-line
     ConfigError.
@@ -115,9 +128,11 @@ def validate(cfg: DictConfig, entry: str = "train") -> dict[str, Any]:
     every other node with a `_target_`, in whatever group or depth, against the declaration of
     that target, so a new config group is checked without being listed anywhere.
     """
-    resolved = resolve(cfg)
+    check_config_names(cfg)
     run_schema = declaration(f"@{entry}")
     assert run_schema is not None
+    _check_required(cfg, run_schema.required, entry)
+    resolved = resolve(cfg)
     run_fields = run_schema.__dataclass_fields__
     check_node("", {k: v for k, v in resolved.items() if k in run_fields}, run_schema)
     checked = []

@@ -1,5 +1,5 @@
 """The base class of every datamodule here: its loaders, with seeded per-epoch shuffling for
-train only."""
+train only and worker processes that die with the run (research.data.workers)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from torch.utils.data import DataLoader, Dataset
 
 from research.data.configs import LoaderConfig
 from research.data.samplers import EpochSeededSampler
+from research.data.workers import WorkerInit
 
 
 class SplitDataModule(L.LightningDataModule):
@@ -46,6 +47,7 @@ class SplitDataModule(L.LightningDataModule):
             pin_memory=self.pin_memory,
             persistent_workers=config.num_workers > 0,
             collate_fn=self.collate_fn,
+            worker_init_fn=WorkerInit(),
         )
 
     def train_dataloader(self) -> DataLoader:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
 
-from research.config.schema import Schema, fail, spec
+from research.config.schema import MAX_SEED, Schema, fail, spec
 
 # ListOps' vocabulary and classes are fixed by the task (research.data.listops.TOKENS): PAD, the
 # ten digits, "[", "]" and four operators; the value 0-9.
@@ -29,7 +29,7 @@ class LoaderConfig(Schema):
     """Examples per batch, in every split (LM evaluation scales it to keep the tokens per batch)."""
     num_workers: int = spec(0, ge=0)
     """Loader worker processes; 0 loads in the main process (workers persist across epochs)."""
-    seed: int = spec(0, ge=0)
+    seed: int = spec(0, ge=0, le=MAX_SEED)
     """Seeds the per-epoch train shuffle and every random draw of the datamodule (splits, data)."""
 
 

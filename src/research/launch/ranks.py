@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from research import compat
+from research.config.names import quoted
 
 # Set in a rank's environment: the pid of the job that started it.
 PARENT_ENV = "RESEARCH_RANK_PARENT"
@@ -45,11 +46,6 @@ def _launches_ranks_itself(trainer: Any) -> bool:
     )
 
 
-def _quoted(path: Path) -> str:
-    """A path as a quoted Hydra override value (commas or brackets in it stay literal)."""
-    return "'" + str(path).replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
 def rank_command(config_name: str, overrides: list[str], run_dir: Path, rank: int) -> list[str]:
     """The command of one rank: this job's overrides in this job's run dir, its own log file."""
     return [
@@ -58,7 +54,7 @@ def rank_command(config_name: str, overrides: list[str], run_dir: Path, rank: in
         "research.cli",
         config_name,
         *overrides,
-        f"hydra.run.dir={_quoted(run_dir)}",
+        f"hydra.run.dir={quoted(run_dir)}",
         "hydra.output_subdir=null",
         f"hydra.job.name={config_name}_rank{rank}",
     ]

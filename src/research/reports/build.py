@@ -50,6 +50,13 @@ class Report:
     baseline: str | None = None
     comparisons: dict[str, list[Comparison]] = field(default_factory=dict)
 
+    @property
+    def usable(self) -> int:
+        """Completed runs with a value in at least one of the table's metrics: with none, the
+        report has nothing to compare (every run failed, diverged or could not be read)."""
+        done = self.runs.loc[self.runs["status"] == "completed", self.metrics]
+        return int(done.notna().any(axis=1).sum())
+
 
 def _slug(metric: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", metric)

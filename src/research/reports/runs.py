@@ -1,8 +1,9 @@
 """Finding run dirs under a folder and loading each one's metrics.json into one row per run.
 
-A run that left no readable metrics.json (killed, still running, or a corrupt file) is counted
-as failed with a warning naming the file, never skipped: a table that silently drops failures
-overstates a method.
+A run that left no readable metrics.json (killed, or a corrupt file) is counted as failed with a
+warning naming the file, never skipped: a table that silently drops failures overstates a method.
+A run a live process still holds (its run dir's lock) is shown as `running`, with a warning, and
+left out of the means and the failure counts.
 """
 
 from __future__ import annotations
@@ -18,13 +19,17 @@ import pandas as pd
 import yaml
 
 from research.reports import consistency
+from research.reports.checks import checked, finite
 from research.reports.errors import ReportError, RunsWarning
 from research.tracking.naming import meaningful_overrides
 from research.tracking.run_dir import HISTORY_FILE, METRICS_FILE, STARTED_FILE, read_history
+from research.tracking.run_lock import in_use
 
 # "pruned": a search trial its study's pruner stopped; "interrupted": a run a signal stopped
 # (resumable). Both are left out of the means like a failure.
 STATUSES = ("completed", "failed", "diverged", "interrupted", "pruned")
+# Not an outcome: a run whose process is still going (no table column counts it).
+RUNNING = "running"
 _RUN_ID = re.compile(r"^(?P<hash>[0-9a-f]+)-s(?P<seed>-?\d+)$")
 _WANDB_FIELDS = ("project", "group", "mode", "run_id")
 
@@ -54,16 +59,10 @@ def variant_of(metrics: dict[str, Any]) -> str:
     return ",".join(sorted(meaningful_overrides(overrides))) or "default"
 
 
-def _number(value: Any) -> float | None:
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
-    return None
-
-
 def _read_json(path: Path) -> dict[str, Any] | None:
     try:
         data = json.loads(path.read_text())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # RecursionError: nested too deep to parse
         return None
     return data if isinstance(data, dict) else None
 
@@ -89,8 +88,18 @@ def _stand_in(run_dir: Path, problem: str) -> dict[str, Any]:
 
 def _read_run(run_dir: Path) -> dict[str, Any]:
     path = run_dir / METRICS_FILE
+    if in_use(run_dir):
+        earlier = _read_json(path) if path.exists() else None
+        if (earlier or {}).get("status") != "completed":
+            warnings.warn(
+                f"{run_dir}: still running (a live process holds its run dir); shown as "
+                f"{RUNNING}, left out of the means",
+                RunsWarning,
+                stacklevel=3,
+            )
+            return {**(earlier or _stand_in(run_dir, "")), "status": RUNNING, "error": None}
     if not path.exists():
-        problem = "no metrics.json (the run was killed or is still running)"
+        problem = "no metrics.json (the run was killed before it recorded how it ended)"
         metrics = None
     else:
         metrics = _read_json(path)
@@ -123,13 +132,13 @@ def _row(run_dir: Path, metrics: dict[str, Any]) -> dict[str, Any]:
         "monitor": metrics.get("monitor"),
         "mode": metrics.get("mode"),
         "error": metrics.get("error"),
-        "wall_time_s": _number(metrics.get("wall_time_s")),
+        "wall_time_s": finite(metrics.get("wall_time_s")),
         **{f"wandb.{key}": wandb.get(key) for key in _WANDB_FIELDS},
     }
     for part in ("final", "best"):
         values = metrics.get(part) if isinstance(metrics.get(part), dict) else {}
         for name, value in values.items():
-            number = _number(value)
+            number = finite(value)
             if number is not None:
                 row[f"{part}.{name}"] = number
     return row
@@ -182,7 +191,7 @@ def load_runs(
         raise ReportError(
             f"no runs under {source}: a run dir holds {METRICS_FILE} (searched at any depth)"
         )
-    records = consistency.where([(d, _read_run(d)) for d in dirs], where or [])
+    records = consistency.where([(d, checked(d, _read_run(d))) for d in dirs], where or [])
     runs = _newest_attempts(pd.DataFrame([_row(d, m) for d, m in records]))
     if names:
         runs["variant"] = [

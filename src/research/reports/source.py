@@ -7,8 +7,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from research.ablation.spec import load_ablation
+from research.config.errors import ConfigError
 from research.config.paths import config_dir, project_root
 from research.reports.errors import ReportError
 
@@ -43,9 +43,12 @@ def ablation_spec(name: str | None) -> dict[str, Any]:
     """conf/ablation/<name>.yaml as a dict; {} when there is none."""
     if not name:
         return {}
-    path = config_dir() / "ablation" / f"{name}.yaml"
-    spec = yaml.safe_load(path.read_text()) if path.is_file() else None
-    return spec if isinstance(spec, dict) else {}
+    if not (config_dir() / "ablation" / f"{name}.yaml").is_file():
+        return {}
+    try:  # the same checks research-ablate makes (a key given twice is not silently dropped)
+        return load_ablation(name)
+    except ConfigError as err:
+        raise ReportError(str(err)) from None
 
 
 def variant_names(name: str | None, spec: dict[str, Any], source: Path) -> dict[str, str]:

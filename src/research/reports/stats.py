@@ -96,8 +96,10 @@ def _seed_values(runs: pd.DataFrame, variant: str, metric: str) -> pd.Series:
 
 
 def _difference(base: pd.Series, other: pd.Series) -> tuple[float, float, float, float, bool, int]:
-    """(diff, low, high, p, paired, n): paired by seed when both have the same seeds."""
-    paired = len(base) >= 2 and set(base.index) == set(other.index) and base.index.is_unique
+    """(diff, low, high, p, paired, n): paired by seed when both have the same seeds, each
+    once (two runs of one seed in a variant leave no one-to-one pairing)."""
+    unique = base.index.is_unique and other.index.is_unique
+    paired = len(base) >= 2 and unique and set(base.index) == set(other.index)
     if paired:
         d = (other - base.reindex(other.index)).to_numpy()
         diff, n = float(d.mean()), len(d)

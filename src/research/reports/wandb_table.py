@@ -1,7 +1,10 @@
 """Putting a report's tables into W&B: one `report` run in the runs' own project and group.
 
 W&B mode follows W&B's own rule (WANDB_MODE wins), else the mode the runs themselves logged in,
-else offline; an offline run is left in `<out_dir>/wandb/` for `wandb sync`.
+else offline; an offline run is left in `<out_dir>/wandb/` for `wandb sync`. The report run is a
+run of its own (`reinit="create_new"`): wandb.init's default would instead return, and then
+finish, a run the caller still has open. W&B's service writes the offline file out completely
+when it stops, which research-report's process does at exit.
 """
 
 from __future__ import annotations
@@ -46,9 +49,14 @@ def log_report(report: Report) -> str:
         mode=mode,
         config={"source": str(report.source), "metrics": report.metrics},
         settings=wandb.Settings(silent=True),
+        reinit="create_new",
     )
-    run.log({"report": _table(report.table.reset_index()), "runs": _table(runs)})
     where = run.url if mode == "online" else run.settings.sync_dir
+    try:
+        run.log({"report": _table(report.table.reset_index()), "runs": _table(runs)})
+    except BaseException:
+        run.finish(exit_code=1)  # marked failed, not left open to absorb later logging
+        raise
     run.finish()
     if mode == "online":
         return f"wandb: report table logged to {where}"

@@ -13,7 +13,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from research.config.schema import Schema, check_node, fail, spec
+from research.config.schema import MAX_SEED, Schema, check_node, fail, spec
 
 AUTO = "auto"
 # The PLAID parameters that may be "auto", and the least integer each accepts (rerank 0: none).
@@ -76,7 +76,7 @@ class PlaidConfig(ExactSearchConfig):
     return the decompressed ranking. "auto": sized from the documents held."""
     kmeans_iterations: int = spec(10, ge=1)
     """k-means iterations when learning the centroids."""
-    seed: int = spec(0, ge=0)
+    seed: int = spec(0, ge=0, le=MAX_SEED)
     """Seeds the k-means (its token sample and initialisation) and the residual sample."""
 
     def check(self, at: str) -> None:

@@ -20,7 +20,7 @@ from research.tracking.record import RunRecord
 
 def _evaluate(config: dict[str, Any], record: RunRecord, _: list[Logger]) -> Any:
     source = Path(config["run_dir"]).expanduser().resolve()
-    train_config = saved_run_config(source, config.get("overrides") or [])
+    train_config = saved_run_config(source, config.get("overrides") or [], config["trust_run_dir"])
     checkpoint = eval_checkpoint(source, config["ckpt"])
     saved = read_checkpoint(checkpoint)
     L.seed_everything(train_config["seed"], verbose=False)

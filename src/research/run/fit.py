@@ -5,6 +5,7 @@ Failures are recorded by `research.run.job.run_job`.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -13,11 +14,13 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.utils import instantiate
 from lightning.pytorch.callbacks import Callback, ModelCheckpoint
 from lightning.pytorch.loggers import Logger
+from lightning.pytorch.utilities import rank_zero_only
 from omegaconf import DictConfig
 
 from research.callbacks.checkpoint_state import ReanchorCheckpoints, RunIdentity
 from research.callbacks.divergence import DivergenceGuard
 from research.callbacks.epochs import EpochHistory, EpochSeed
+from research.callbacks.last_checkpoint import split_last
 from research.launch.ranks import node_ranks
 from research.run.build import build_task
 from research.run.job import JobOutcome, run_job
@@ -27,6 +30,9 @@ from research.tracking.naming import run_name
 from research.tracking.record import RunRecord
 from research.tracking.run_dir import CHECKPOINT_DIR
 from research.tracking.wandb_run import build_loggers, log_provenance
+from research.utils.atomic import remove_leftovers
+
+log = logging.getLogger(__name__)
 
 
 def _validates_mid_epoch(trainer: dict[str, Any]) -> bool:
@@ -38,7 +44,8 @@ def _validates_mid_epoch(trainer: dict[str, Any]) -> bool:
 def _callbacks(config: dict[str, Any], run_dir: Path, has_logger: bool) -> list[Callback]:
     """The configured callbacks; checkpoints go to the run dir, and the learning-rate monitor is
     left out when there is no logger to receive it (e.g. `debug=fdr`). When validation runs
-    mid-epoch, checkpoints are saved after every validation, so the best one is not lost."""
+    mid-epoch, checkpoints are saved after every validation, so the best one is not lost.
+    `save_last` is a `LastCheckpoint` of its own, so `last.ckpt` follows every epoch."""
     built: list[Callback] = []
     mid_epoch = _validates_mid_epoch(config.get("trainer") or {})
     for node in (config.get("callbacks") or {}).values():
@@ -46,11 +53,15 @@ def _callbacks(config: dict[str, Any], run_dir: Path, has_logger: bool) -> list[
             continue
         if node["_target_"].endswith("LearningRateMonitor") and not has_logger:
             continue
+        last = None
         if node["_target_"].endswith("ModelCheckpoint"):
             node = {**node, "dirpath": node.get("dirpath") or str(run_dir / CHECKPOINT_DIR)}
             if mid_epoch:
                 node["save_on_train_epoch_end"] = False
+            node, last = split_last(node)
         built.append(instantiate(node))
+        if last is not None:
+            built.append(last)  # after the best-checkpoint callback: it saves after it
     return built
 
 
@@ -97,8 +108,18 @@ def _resume_checkpoint(
     return resume, checkpoint
 
 
+def _remove_leftovers(run_dir: Path) -> None:
+    """Temporaries of atomic writes (checkpoints, history) that a process killed mid-write left
+    in this run dir: this job holds the run dir's lock, so no live writer owns them."""
+    for folder in (run_dir, run_dir / CHECKPOINT_DIR):
+        for leftover in remove_leftovers(folder):
+            log.info("removed %s, left by a process killed while writing it", leftover)
+
+
 def _fit(config: dict[str, Any], record: RunRecord, loggers: list[Logger]) -> Any:
     run_dir = record.run_dir
+    if rank_zero_only.rank == 0:
+        _remove_leftovers(run_dir)
     L.seed_everything(config["seed"], workers=True, verbose=False)
     resume, saved, resume_error = None, {}, None
     try:
@@ -154,10 +175,12 @@ def _fit(config: dict[str, Any], record: RunRecord, loggers: list[Logger]) -> An
         for row in (best, final):
             row.pop("time_s", None)  # wall clock, not a result
         if config.get("test", True):
-            has_best = checkpoint is not None and bool(checkpoint.best_model_path)
+            # The configured callback's best file (`ckpt_path="best"` warns that `last.ckpt`'s
+            # callback is a second ModelCheckpoint).
+            best_path = checkpoint.best_model_path if checkpoint is not None else ""
             # Without training, the weights to test are the ones ckpt_path names.
             untrained = resume if resume is not None and not config.get("train", True) else None
-            ckpt = "best" if has_best else (str(untrained) if untrained else None)
+            ckpt = best_path or (str(untrained) if untrained else None)
             results = trainer.test(module, datamodule=datamodule, ckpt_path=ckpt)
             tested = {k: v for result in results for k, v in result.items()}
             best.update(tested)

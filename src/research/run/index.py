@@ -11,6 +11,7 @@ from research.data.beir.sources import Folder
 from research.retrieval.searchers import build_searcher
 from research.run.build import build_task
 from research.run.preflight import eval_checkpoint
+from research.run.resume import check_fits, model_family
 from research.tracking.checkpoints import read_checkpoint
 
 
@@ -22,12 +23,17 @@ def build_index(
     params: dict[str, Any],
     ckpt: str = "best",
     batch_size: int = 64,
+    trust_run_dir: bool = False,
 ) -> Any:
-    """Encode the BEIR corpus with the run's network at checkpoint `ckpt`, index it, save it."""
-    config = saved_run_config(Path(run_dir))
+    """Encode the BEIR corpus with the run's network at checkpoint `ckpt`, index it, save it.
+    Only declared components are built from the run's saved config unless `trust_run_dir`."""
+    config = saved_run_config(Path(run_dir), trust=trust_run_dir, opt_in="trust_run_dir=True")
     _, task = build_task(config)
-    state = read_checkpoint(eval_checkpoint(Path(run_dir), ckpt))["state_dict"]
-    task.load_state_dict(state)
+    path = eval_checkpoint(Path(run_dir), ckpt)
+    checkpoint = read_checkpoint(path)
+    check_fits(path, checkpoint, task, model_family(config))
+    task.load_state_dict(checkpoint["state_dict"])
+    del checkpoint
     documents = Folder(Path(corpus)).corpus
     ids = list(documents)
     embeddings = task.net.encode(

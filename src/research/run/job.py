@@ -146,7 +146,7 @@ def run_job(prog: str, cfg: DictConfig, body: Body) -> JobOutcome:
     lock = RunDirLock(run_dir)
     if is_zero:
         try:
-            lock.acquire()  # the CLI already holds it for a reused run dir: same process
+            lock.acquire()  # a single run: the CLI already holds it (shared in this process)
         except RunDirBusy as err:
             print(f"{prog}: error: {err}", file=sys.stderr)
             return JobOutcome("failed")  # another process's run: leave its files alone

@@ -17,6 +17,7 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
+from research.config.devices import process_limit, usable_cores
 from research.config.errors import ConfigError
 from research.config.saved_run import SAVED_CONFIG
 from research.tracking.identity import NOT_IDENTITY, NOT_IDENTITY_NESTED, run_id
@@ -86,6 +87,19 @@ def check_accelerator(config: dict[str, Any], at: str = "trainer") -> None:
         )
 
 
+def check_workers(config: dict[str, Any]) -> None:
+    """Loader workers this machine can run: each is a process with its own copy of the dataset,
+    and thousands of them take minutes to fork and to stop."""
+    workers = (config.get("data") or {}).get("num_workers")
+    cores = usable_cores()
+    limit = process_limit(cores)
+    if isinstance(workers, int) and workers > limit:
+        raise ConfigError(
+            f"data.num_workers={workers} starts {workers} loader processes but this machine has "
+            f"{cores} usable cores; use data.num_workers between 0 and {limit}"
+        )
+
+
 def _identity_part(config: dict[str, Any]) -> dict[str, Any]:
     """The keys a run's id depends on, flattened to dotted names."""
     flat: dict[str, Any] = {}
@@ -145,6 +159,38 @@ def check_run_dir_identity(run_dir: Path, config: dict[str, Any]) -> None:
     )
 
 
+def check_not_completed(run_dir: Path) -> None:
+    """A completed run is never re-entered: it would train again from its last.ckpt, rewrite
+    its metrics.json and open another W&B run."""
+    metrics = read_metrics(run_dir) or {}
+    if metrics.get("status") == "completed":
+        raise ConfigError(
+            f"hydra.run.dir={run_dir} holds the completed run {metrics.get('run_id')}, which is "
+            f"never re-entered; evaluate it with `research-eval run_dir={run_dir}`, or drop "
+            "hydra.run.dir to start a new run"
+        )
+
+
+# Room for what a run writes before its first checkpoint: Hydra's saved configs, the job's log,
+# the lock and start marker, metrics.json.
+MIN_FREE_BYTES = 1 << 20
+
+
+def check_free_space(folder: Path) -> None:
+    """The disk that will hold `folder` has room to start a run (a full disk would otherwise
+    fail inside Hydra with a traceback and a half-made run dir)."""
+    existing = folder
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    stat = os.statvfs(existing)
+    free = stat.f_bavail * stat.f_frsize
+    if free < MIN_FREE_BYTES:
+        raise ConfigError(
+            f"cannot start a run in {folder}: its disk is full ({free // 1024} KiB free); free "
+            "space, or set paths.log_dir (or RESEARCH_LOG_DIR) to a folder on another disk"
+        )
+
+
 def eval_checkpoint(run_dir: Path, which: str) -> Path:
     """The checkpoint research-eval tests: for `best`, the one the run's metrics.json names
     (so a run whose best.ckpt was overwritten or moved is still evaluated on what it reported);
@@ -154,7 +200,10 @@ def eval_checkpoint(run_dir: Path, which: str) -> Path:
         if not path.is_file():
             raise ConfigError(f"ckpt={which}: no such file; choose best, last or a .ckpt file")
         return path
-    named = ((read_metrics(run_dir) or {}).get("best") or {}).get("checkpoint")
+    best = (read_metrics(run_dir) or {}).get("best")
+    named = best.get("checkpoint") if isinstance(best, dict) else None
+    if not isinstance(named, str):
+        named = None
     path = run_dir / (named if which == "best" and named else Path(CHECKPOINT_DIR, f"{which}.ckpt"))
     if not path.is_file():
         saved = sorted(p.name for p in (run_dir / CHECKPOINT_DIR).glob("*.ckpt"))

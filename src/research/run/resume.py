@@ -22,20 +22,37 @@ def model_family(config: dict[str, Any]) -> str:
 
 
 def check_fits(path: Path, checkpoint: dict[str, Any], module: nn.Module, family: str) -> None:
-    """Refuse a checkpoint of another model in one line, naming both (Lightning would report a
-    truncated list of missing and unexpected keys)."""
+    """Refuse a checkpoint of another model in one line, naming both, or of the same model with
+    other sizes, naming the first weight that differs and both shapes (torch would raise a
+    multi-line list of missing, unexpected and mis-sized weights)."""
     saved = (checkpoint.get("research") or {}).get("model")
     if saved and saved != family:
         raise CheckpointError(
             f"checkpoint {path} holds a {saved} model; this config builds a {family}"
         )
-    have, want = set(checkpoint.get("state_dict") or {}), set(module.state_dict())
+    state, wanted = checkpoint.get("state_dict") or {}, module.state_dict()
+    have, want = set(state), set(wanted)
     if have != want:
         raise CheckpointError(
             f"checkpoint {path} does not fit this config's {family}: {len(want - have)} of its "
             f"weights are missing (e.g. {min(want - have, default='-')}) and "
             f"{len(have - want)} are not in it (e.g. {min(have - want, default='-')}); "
             f"it comes from {saved or 'another model'}"
+        )
+    resized = [
+        (name, list(state[name].shape), list(weight.shape))
+        for name, weight in wanted.items()
+        if getattr(state[name], "shape", weight.shape) != weight.shape
+    ]
+    if resized:
+        (name, theirs, ours), others = resized[0], len(resized) - 1
+        more = {0: "", 1: " (1 other weight differs too)"}.get(
+            others, f" ({others} other weights differ too)"
+        )
+        raise CheckpointError(
+            f"checkpoint {path} does not fit this config's {family}: {name} has shape {theirs} "
+            f"in the checkpoint and {ours} in the model{more}; use the checkpoint with the "
+            "config it was trained with"
         )
 
 

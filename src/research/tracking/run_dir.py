@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from research.tracking.run_lock import in_use
 from research.utils.atomic import write_json_atomic
 
 METRICS_FILE = "metrics.json"
@@ -18,11 +19,13 @@ STARTED_FILE = ".research.json"
 
 
 def read_metrics(run_dir: Path) -> dict[str, Any] | None:
-    """A run's metrics.json, or None when it has none or it cannot be parsed."""
+    """A run's metrics.json, or None when it has none, it cannot be parsed or it is not an
+    object (a damaged or foreign file)."""
     try:
-        return json.loads((run_dir / METRICS_FILE).read_text())
+        data = json.loads((run_dir / METRICS_FILE).read_text())
     except (OSError, ValueError):
         return None
+    return data if isinstance(data, dict) else None
 
 
 def read_history(run_dir: Path, name: str = HISTORY_FILE) -> list[dict[str, Any]]:
@@ -64,6 +67,23 @@ def find_unfinished_run(log_root: Path, run_id: str, exclude: Path | None = None
         if (other / CHECKPOINT_DIR / "last.ckpt").is_file() and status != "completed":
             candidates.append(other)
     return max(candidates, key=lambda p: p.stat().st_mtime) if candidates else None
+
+
+def other_attempt(
+    log_root: Path, run_id: str, exclude: Path | None = None
+) -> tuple[Path, str] | None:
+    """A run dir under `log_root` (other than `exclude`) with this run id that completed
+    (`completed`) or that a live process runs now (`running`): another job of that run id
+    would only repeat it."""
+    for marker in sorted(log_root.rglob(STARTED_FILE)):
+        other = marker.parent
+        if (exclude and other.resolve() == exclude.resolve()) or _saved_run_id(other) != run_id:
+            continue
+        if (read_metrics(other) or {}).get("status") == "completed":
+            return other, "completed"
+        if in_use(other):
+            return other, "running"
+    return None
 
 
 def find_resume_checkpoint(run_dir: Path, log_root: Path, run_id: str) -> Path | None:

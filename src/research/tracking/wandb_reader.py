@@ -21,6 +21,13 @@ damaged file stop cleanly instead of raising.
 
 W&B writes the log as the run goes, so a process killed mid-write leaves a file cut short: we read
 every record before the first damaged or missing chunk, and say where with a RuntimeWarning.
+
+W&B's service keeps an open run's records in a 32 KiB block in memory and writes them when the
+block fills, every `x_transaction_log_flush_interval` seconds (0: never), and when it closes the
+run; `run.finish()` returns once it has *asked* the service to close the run, so right after it
+the file may still hold only its header. Such a file (no run record) is an error that says so,
+never a run whose project, group and job type read as None: read after the service has stopped
+(the writing process exited, or `wandb.teardown()` in that process).
 """
 
 from __future__ import annotations
@@ -196,7 +203,8 @@ def find_offline_runs(folder: str | os.PathLike[str]) -> list[Path]:
 
 
 def read_offline_run(path: str | os.PathLike[str]) -> OfflineRun:
-    """Read a `.wandb` file, or the newest offline run in a folder (see `find_offline_runs`)."""
+    """Read a `.wandb` file, or the newest offline run in a folder (see `find_offline_runs`).
+    A file W&B has not written a run record to yet raises ValueError (see the module's doc)."""
     path = Path(path)
     if path.is_dir():
         found = find_offline_runs(path)
@@ -205,13 +213,14 @@ def read_offline_run(path: str | os.PathLike[str]) -> OfflineRun:
         path = found[-1]
     elif not path.is_file():
         raise FileNotFoundError(f"{path} does not exist; pass {_WHERE}")
-    run = OfflineRun(path=path)
+    run, started = OfflineRun(path=path), False
     for record in read_records(path):
         kind = record.WhichOneof("record_type")
         if kind == "header":
             run.wandb_version = record.header.version_info.producer.split("+")[0] or None
         elif kind == "run":
             _take_run(run, record.run)
+            started = True
         elif kind == "config":
             _update(run.config, record.config.update)
             _remove(run.config, record.config.remove)
@@ -226,6 +235,13 @@ def read_offline_run(path: str | os.PathLike[str]) -> OfflineRun:
             run.files = list(dict.fromkeys([*run.files, *(f.path for f in record.files.files)]))
         elif kind == "exit":
             run.exit_code = record.exit.exit_code
+    if not started:
+        raise ValueError(
+            f"{path} holds no run record yet ({path.stat().st_size} bytes): W&B has not written "
+            "this run out (its service writes an open run when a 32 KiB block fills, on its "
+            "flush interval and when it closes the run after finish); read it after the writing "
+            "process exits, or after wandb.teardown() in that process"
+        )
     run.config.pop(_INTERNAL, None)
     run.summary.pop(_INTERNAL, None)
     return run

@@ -3,22 +3,41 @@ half-written one where a reader (a resume, a report, the next run) would take it
 
 The bytes go to a temporary name beside the target (same filesystem, so the rename is atomic),
 are fsynced, and only then renamed over it; the folder is fsynced so the rename itself survives a
-power cut.
+power cut. A process killed mid-write leaves its temporary behind; `remove_leftovers` clears
+them when the folder's owner comes back (a resumed run).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+# `.<target name>.<pid>.tmp`: the temporary name of `replacing`, and what a leftover looks like.
+_PARTIAL_NAME = re.compile(r"\..+\.[0-9]+\.tmp")
+
 
 def _partial(path: Path) -> Path:
     return path.with_name(f".{path.name}.{os.getpid()}.tmp")
+
+
+def remove_leftovers(folder: Path) -> list[Path]:
+    """Remove the temporaries that `replacing` left in `folder` (not below it) when its process
+    was killed mid-write (SIGKILL, a power cut: its clean-up never ran); return them.
+
+    Only names `replacing` makes are touched, never another file. A live writer's temporary has
+    the same kind of name, so the caller must own `folder` (e.g. hold its run dir's lock)."""
+    if not folder.is_dir():
+        return []
+    leftovers = sorted(p for p in folder.iterdir() if _PARTIAL_NAME.fullmatch(p.name))
+    for leftover in leftovers:
+        _remove(leftover)
+    return leftovers
 
 
 def _fsync(path: Path) -> None:

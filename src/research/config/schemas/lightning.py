@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,8 +48,9 @@ class Trainer(Schema):
     null: 1000 unless max_steps is set. 0 is refused (it would train nothing)."""
     max_steps: int = spec(-1, ge=-1)
     """Stop after this many optimizer steps; -1: no step limit."""
-    max_time: str | None = None
-    """Stop after this much wall-clock time, "DD:HH:MM:SS"; null: no limit."""
+    max_time: str | dict | None = None
+    """Stop after this much wall-clock time: "DD:HH:MM:SS" or a dict such as {hours: 12};
+    null: no limit."""
     val_check_interval: float | int | None = spec(None, gt=0)
     """Validate after this fraction of an epoch (float) or this many training batches (int);
     null: once per epoch. Mid-epoch validation saves a checkpoint after each one."""
@@ -110,6 +112,30 @@ class Trainer(Schema):
             )
         if isinstance(self.fast_dev_run, int) and self.fast_dev_run < 0:
             fail(at, "fast_dev_run", f"={self.fast_dev_run} must be a bool or a count >= 0")
+        check_duration(at, "max_time", self.max_time)
+
+
+# What Lightning's Timer accepts: a "DD:HH:MM:SS" string or timedelta keyword arguments.
+_DURATION = re.compile(r"\d+:\d\d:\d\d:\d\d")
+_DURATION_KEYS = ("weeks", "days", "hours", "minutes", "seconds", "milliseconds", "microseconds")
+
+
+def check_duration(at: str, key: str, value: str | dict | None) -> None:
+    """A duration Lightning's Timer accepts; it refuses anything else only once the run dir is
+    made (or, for an unknown dict key, with a TypeError)."""
+    valid = 'give "DD:HH:MM:SS" (e.g. "00:12:00:00") or a dict such as {hours: 12}'
+    if isinstance(value, str) and not _DURATION.fullmatch(value.strip()):
+        fail(at, key, f"={value!r} is not a duration; {valid}")
+    if isinstance(value, dict):
+        for unit, amount in value.items():
+            if unit not in _DURATION_KEYS:
+                fail(
+                    at,
+                    key,
+                    f"={value!r}: {unit!r} is not a unit of time; use {', '.join(_DURATION_KEYS)}",
+                )
+            if isinstance(amount, bool) or not isinstance(amount, (int, float)) or amount < 0:
+                fail(at, key, f"={value!r}: {unit} must be a number >= 0; {valid}")
 
 
 @dataclass
@@ -125,7 +151,9 @@ class ModelCheckpoint(Schema):
     filename: str | None = None
     """File name without .ckpt; may format {epoch}, {step} or metrics. null: "{epoch}-{step}"."""
     save_last: bool | str | None = None
-    """Also keep last.ckpt, the newest checkpoint (what resuming reads); "link": as a symlink."""
+    """Also keep last.ckpt, the newest checkpoint (what resuming reads), written after every
+    epoch (or validation) whether or not the metric improved; "link" is taken as true, since a
+    link would point at the last improving checkpoint."""
     save_top_k: int = spec(1, ge=-1)
     """How many of the best checkpoints to keep; 0: none, -1: all."""
     auto_insert_metric_name: bool = True

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from research.config.schema import Schema, spec
+from research.config.schema import MAX_SEED, Schema, spec
 
 
 @dataclass
@@ -12,11 +12,12 @@ class TrainRun(Schema):
     """The top-level keys of train.yaml, the entry config of `research-train`."""
 
     targets = ("@train",)
+    required = ("data", "model", "loss", "optimizer", "trainer", "paths", "seed")
     task_name: str = "train"
     """Names the runs' folder (<log_dir>/<task_name>/runs/...), the job's log file and W&B job type
     (without a variant); not part of the run id."""
-    seed: int = spec(0, ge=0)
-    """Seed of every RNG; 0 is a valid seed. Part of the run id (config hash + seed)."""
+    seed: int = spec(0, ge=0, le=MAX_SEED)
+    """Seed of every RNG, 0 .. 2**32-1 (numpy's range). Part of the run id (config hash + seed)."""
     tags: list[str] = spec([])
     """W&B tags of this run (research-ablate adds "ablation" and the ablation's name)."""
     group: str | None = None
@@ -41,6 +42,7 @@ class EvalRun(Schema):
     """The top-level keys of eval.yaml: `research-eval` re-evaluates a finished run."""
 
     targets = ("@eval",)
+    required = ("paths", "run_dir")
     task_name: str = "eval"
     """Names the evaluations' folder (<log_dir>/<task_name>/runs/...) and the job's log file."""
     run_dir: str = ""
@@ -52,3 +54,6 @@ class EvalRun(Schema):
     overrides: list[str] = spec([])
     """Changes to the run's saved config for this evaluation only, as key=value strings, e.g.
     'overrides=["data.eval_num_pairs=[32]","model.net.rope_scaling.rope_type=linear"]'."""
+    trust_run_dir: bool = False
+    """Build whatever the run's saved config names. By default only declared components are
+    built: a run dir from elsewhere could otherwise run any code through a `_target_`."""

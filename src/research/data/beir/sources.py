@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -30,6 +30,45 @@ class RetrievalSplit:
 def _document(row: dict[str, Any]) -> str:
     title, text = (row.get("title") or "").strip(), (row.get("text") or "").strip()
     return f"{title} {text}" if title else text
+
+
+def _warn_repeated(where: str, repeated: dict[Any, None], what: str, kept: str) -> None:
+    if repeated:
+        first = next(iter(repeated))
+        example = " ".join(first) if isinstance(first, tuple) else first
+        warnings.warn(
+            f"{where}: {what} given more than once: {len(repeated)} (e.g. {example}); the "
+            f"last {kept} of each is kept",
+            stacklevel=4,
+        )
+
+
+def _by_id(pairs: Iterable[tuple[str, str]], where: str) -> dict[str, str]:
+    """id -> text; an id given more than once keeps its last copy (as BEIR's own loader does),
+    with one warning counting them: two documents under one id would otherwise silently be
+    one, and a judgement of the dropped one would score the other."""
+    kept: dict[str, str] = {}
+    repeated: dict[str, None] = {}
+    for key, text in pairs:
+        if key in kept:
+            repeated[key] = None
+        kept[key] = text
+    _warn_repeated(where, repeated, "_ids", "copy")
+    return kept
+
+
+def _judged(rows: Iterable[tuple[str, str, int]], where: str) -> dict[str, dict[str, int]]:
+    """query -> {document: score}; a (query, document) pair judged more than once keeps its
+    last score, with one warning counting them."""
+    qrels: dict[str, dict[str, int]] = {}
+    repeated: dict[tuple[str, str], None] = {}
+    for query, doc, score in rows:
+        docs = qrels.setdefault(query, {})
+        if doc in docs:
+            repeated[query, doc] = None
+        docs[doc] = score
+    _warn_repeated(where, repeated, "(query-id, corpus-id) pairs", "score")
+    return qrels
 
 
 def json_lines(
@@ -114,14 +153,18 @@ class Folder(Source):
 
     @cached_property
     def corpus(self) -> dict[str, str]:  # type: ignore[override]
-        return {row["_id"]: _document(row) for row in self._rows("corpus.jsonl")}
+        rows = self._rows("corpus.jsonl")
+        return _by_id(
+            ((row["_id"], _document(row)) for row in rows), str(self.folder / "corpus.jsonl")
+        )
 
     @cached_property
     def queries(self) -> dict[str, str]:  # type: ignore[override]
         rows = self._rows("queries.jsonl")
         if not rows:
             raise ValueError(f"{self.folder / 'queries.jsonl'} holds no queries")
-        return {row["_id"]: (row.get("text") or "").strip() for row in rows}
+        texts = ((row["_id"], (row.get("text") or "").strip()) for row in rows)
+        return _by_id(texts, str(self.folder / "queries.jsonl"))
 
     def qrels(self, split: str) -> dict[str, dict[str, int]]:
         path = self.folder / "qrels" / f"{split}.tsv"
@@ -132,7 +175,7 @@ class Folder(Source):
                 f"{path} not found; the splits in {self.folder} are: {listed} (without a dev "
                 "split, data.val_fraction=0.1 validates on a tenth of the train queries)"
             )
-        qrels: dict[str, dict[str, int]] = {}
+        rows = []
         with path.open(encoding="utf-8") as lines:
             for number, line in enumerate(lines, 1):
                 fields = line.rstrip("\n").split("\t")
@@ -140,12 +183,12 @@ class Folder(Source):
                     continue
                 try:
                     query, doc, score = fields
-                    qrels.setdefault(query, {})[doc] = int(score)
+                    rows.append((query, doc, int(score)))
                 except ValueError:
                     raise ValueError(
                         f"{path}:{number} must be query-id<TAB>corpus-id<TAB>integer score"
                     ) from None
-        return qrels
+        return _judged(rows, str(path))
 
 
 class Hub(Source):
@@ -174,12 +217,13 @@ class Hub(Source):
     @cached_property
     def corpus(self) -> dict[str, str]:  # type: ignore[override]
         rows = self._load(self.name, "corpus")["corpus"]
-        return {str(row["_id"]): _document(row) for row in rows}
+        return _by_id(((str(row["_id"]), _document(row)) for row in rows), f"{self.name} corpus")
 
     @cached_property
     def queries(self) -> dict[str, str]:  # type: ignore[override]
         rows = self._load(self.name, "queries")["queries"]
-        return {str(row["_id"]): (row.get("text") or "").strip() for row in rows}
+        texts = ((str(row["_id"]), (row.get("text") or "").strip()) for row in rows)
+        return _by_id(texts, f"{self.name} queries")
 
     @cached_property
     def _qrels(self) -> Any:
@@ -200,11 +244,10 @@ class Hub(Source):
         return found[0]
 
     def qrels(self, split: str) -> dict[str, dict[str, int]]:
-        part, qrels = self._qrels[self._split_name(split)], {}
+        part = self._qrels[self._split_name(split)]
         columns = (part["query-id"], part["corpus-id"], part["score"])
-        for query, doc, score in zip(*columns, strict=True):
-            qrels.setdefault(str(query), {})[str(doc)] = int(score)
-        return qrels
+        rows = ((str(q), str(d), int(score)) for q, d, score in zip(*columns, strict=True))
+        return _judged(rows, f"{self.name}-qrels {split}")
 
 
 def load_beir_folder(folder: str | Path, split: str) -> RetrievalSplit:
