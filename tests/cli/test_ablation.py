@@ -116,7 +116,9 @@ def test_unknown_ablation_lists_the_choices(ablation):
     root, env = ablation
     done = run_cli("research-ablate", "nope", cwd=root, env=env)
     assert done.returncode == 2
-    assert "no conf/ablation/nope.yaml; choose one of: cnn_sgd_momentum" in done.stderr
+    assert (
+        "no conf/ablation/nope.yaml; choose one of: cnn_momentum, cnn_sgd_momentum" in done.stderr
+    )
 
 
 KILLED = """

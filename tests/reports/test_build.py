@@ -23,7 +23,8 @@ def report(runs_folder: Path, tmp_path_factory: pytest.TempPathFactory) -> Repor
 
 def test_writes_tables_and_plots(report: Report):
     names = {p.name for p in report.files}
-    assert {"report.md", "report.csv", "runs.csv"} <= names
+    assert {"report.md", "report.csv", "runs.csv", "provenance.json"} <= names
+    assert not names & {"paper.md", "paper.tex", "paper.csv"}  # only with --format
     expected_plots = {
         "curve_val-acc.png",
         "curve_val-loss.png",
@@ -58,10 +59,25 @@ def test_report_md_has_the_table_failures_warnings_and_plots(report: Report, run
     assert report.markdown in text
     assert "12 runs (8 completed, 3 failed, 1 diverged)" in text
     corrupt = next(runs_folder.rglob("4_wide_s3")) / "metrics.json"
-    assert f"- {corrupt}: metrics.json is not a readable JSON object" in text
+    shown = corrupt.relative_to(runs_folder)  # relative to the folder it describes
+    assert f"- {shown}: metrics.json is not a readable JSON object" in text
     assert "| diverged | diverged: something broke |" in text  # first line of the error only
-    for path in report.files[3:]:
+    for path in report.plots:
         assert f"]({path.name})" in text
+
+
+def test_files_name_runs_relative_to_the_source(report: Report, runs_folder: Path):
+    """runs.csv's run dirs are paths under the source folder, and no file the report writes
+    names a folder of this machine (stderr keeps full paths)."""
+    runs = pd.read_csv(report.out_dir / "runs.csv")
+    assert sorted(runs["run_dir"]) == sorted(
+        Path(d).relative_to(runs_folder.resolve()).as_posix() for d in report.runs["run_dir"]
+    )
+    assert "multiruns/2026-01-01_00-00-00-000000/0_lr0.1_s0" in set(runs["run_dir"])
+    for path in report.files:
+        if path.suffix != ".png":
+            assert str(runs_folder) not in path.read_text(), path.name
+    assert any(str(runs_folder) in w for w in report.warnings)
 
 
 def test_curve_stats_equal_numpy_over_the_history_files(report: Report):

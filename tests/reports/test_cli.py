@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from research.cli.report import main
@@ -106,6 +107,17 @@ def test_wandb_offline_logs_the_table(runs_folder: Path, tmp_path: Path, monkeyp
         "single",
         "wide",
     ]
+    # the intervals and n of every cell, as in report.csv
+    path = run_dir / "files" / run.summary["intervals"]["path"]
+    cells = json.loads(path.read_text())
+    rows = [dict(zip(cells["columns"], r, strict=True)) for r in cells["data"]]
+    report = pd.read_csv(out / "report.csv", index_col="variant")
+    metric = "final.test/acc"
+    for row in (r for r in rows if r["metric"] == metric):
+        expected = report.loc[row["variant"], [f"{metric} {k}" for k in ("n", "ci_low", "ci_high")]]
+        got = [float("nan") if v is None else v for v in (row["n"], row["low"], row["high"])]
+        assert got == pytest.approx(list(expected.astype(float)), nan_ok=True)
+    assert {"diff", "diff_low", "diff_high", "diff_n", "bold"} <= set(cells["columns"])
 
 
 def test_wandb_logs_a_run_of_its_own_beside_one_the_caller_has_open(

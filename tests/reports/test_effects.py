@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from scipy import stats
 
-from research.reports import build_report, summarize
+from research.reports import build_report, effects_markdown, summarize
 from research.reports.effects import main_effects
 from tests.reports.conftest import write_run
 
@@ -33,6 +34,29 @@ def test_each_level_is_the_mean_of_its_variant_means():
     )
     assert got["normalize", "raw"][0] == pytest.approx((0.81 + 0.95) / 2)
     assert got["optimizer", "sgd"][1] == 0  # the first level is the reference
+
+
+def test_a_level_difference_has_welchs_interval_with_n_beside_it():
+    """With one cell per level, a main effect is a two-sample difference: Welch's interval."""
+    values = {"sgd": [0.80, 0.83, 0.79], "momentum": [0.90, 0.95, 0.91, 0.97]}
+    runs = pd.DataFrame(
+        [
+            {"variant": v, "seed": s, "status": "completed", "final.test/acc": x}
+            for v, xs in values.items()
+            for s, x in enumerate(xs)
+        ]
+    )
+    table = summarize(runs, ["final.test/acc"])
+    axes = {"optimizer": ["sgd", "momentum"]}
+    effects = main_effects(table, "final.test/acc", axes).set_index("level")
+    welch = stats.ttest_ind(values["momentum"], values["sgd"], equal_var=False)
+    assert tuple(effects.loc["momentum", ["low", "high"]]) == pytest.approx(
+        tuple(welch.confidence_interval(0.95))
+    )
+    assert effects.loc["sgd", ["low", "high"]].isna().all()  # the reference level
+    low, high = effects.loc["momentum", ["low", "high"]]
+    text = effects_markdown(table, ["final.test/acc"], axes)
+    assert f"[+{low:.3f}, +{high:.3f}] | 4 | 1 |" in text  # n (runs) beside the interval
 
 
 def test_report_of_an_axes_ablation_has_the_main_effect_table(tmp_path: Path):

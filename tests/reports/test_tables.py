@@ -84,7 +84,7 @@ def test_single_run_shows_no_std(runs: pd.DataFrame):
     table = summarize(runs, METRICS)
     _, rows = _table_rows(to_markdown(table, METRICS, directions(runs, METRICS)))
     single = table.loc["single", "final.test/acc mean"]
-    assert rows["single"][4].strip("*") == f"{single:.4f} ± –"
+    assert rows["single"][4].strip("*") == f"{single:.4f} ± – (n=1)"
     assert rows["single"][1:4] == ["1", "0", "0"]
 
 
@@ -140,6 +140,11 @@ def test_direction_by_name(metric: str, way: str | None):
 )
 def test_mean_std_format(mean: float, std: float, text: str):
     assert format_mean_std(mean, std) == text
+
+
+def test_every_interval_has_its_n_beside_it():
+    assert format_mean_std(0.97123, 0.0123, 0.95, 0.99, n=3) == "0.971 ± 0.012 [0.950, 0.990] (n=3)"
+    assert format_mean_std(0.71875, math.nan, n=1) == "0.7188 ± – (n=1)"
 
 
 def test_default_and_named_metrics(runs: pd.DataFrame):

@@ -1,4 +1,5 @@
-"""evaluate_run against nDCG@10, MRR@10 and Recall@100 worked out from their definitions."""
+"""evaluate_run against nDCG@10, MRR@10 and Recall@100 worked out from their definitions, and the
+per-query scores behind them (what a run dir keeps for paired comparisons)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,13 @@ import sys
 
 import pytest
 
-from research.retrieval.metrics import evaluate_run
+from research.retrieval.metrics import (
+    evaluate_run,
+    mean_score,
+    per_query,
+    read_per_query,
+    write_per_query,
+)
 
 QRELS = {
     "q1": {"d1": 2, "d2": 1, "d5": 0},  # d5 judged but not relevant
@@ -23,18 +30,20 @@ RUN = {
 }
 
 
-def expected_metrics() -> dict[str, float]:
+def expected_per_query() -> dict[str, dict[str, float]]:
     """nDCG with linear gain rel / log2(rank + 1) (as trec_eval), MRR = 1 / first relevant
-    rank within the cutoff, Recall = relevant retrieved / relevant judged; mean over q1-q3."""
+    rank within the cutoff, Recall = relevant retrieved / relevant judged; per judged query."""
     dcg_q1 = 1 / math.log2(1 + 1) + 2 / math.log2(3 + 1)  # d2 (rel 1) at rank 1, d1 (rel 2) at 3
     ideal_q1 = 2 / math.log2(1 + 1) + 1 / math.log2(2 + 1)
     ndcg = {"q1": dcg_q1 / ideal_q1, "q2": 0.0, "q3": 0.0}  # q2's only relevant is at rank 11
     mrr = {"q1": 1 / 1, "q2": 0.0, "q3": 0.0}
     recall = {"q1": 2 / 2, "q2": 1 / 1, "q3": 0 / 1}
-    return {
-        name: sum(per_query.values()) / 3
-        for name, per_query in (("ndcg@10", ndcg), ("mrr@10", mrr), ("recall@100", recall))
-    }
+    return {"ndcg@10": ndcg, "mrr@10": mrr, "recall@100": recall}
+
+
+def expected_metrics() -> dict[str, float]:
+    """The mean over q1-q3 of `expected_per_query`."""
+    return {name: sum(scores.values()) / 3 for name, scores in expected_per_query().items()}
 
 
 def test_metrics_match_the_hand_computed_values():
@@ -42,6 +51,28 @@ def test_metrics_match_the_hand_computed_values():
     assert list(got) == ["ndcg@10", "mrr@10", "recall@100"]
     assert got == pytest.approx(expected_metrics(), abs=1e-9)
     assert all(isinstance(value, float) for value in got.values())
+
+
+def test_per_query_scores_are_the_hand_computed_ones_and_average_to_the_metrics():
+    got = per_query(RUN, QRELS)
+    expected = expected_per_query()
+    assert list(got) == list(expected)
+    for name, scores in expected.items():
+        assert list(got[name]) == ["q1", "q2", "q3"]  # q4 is not judged; q3 found nothing
+        assert got[name] == pytest.approx(scores, abs=1e-9)
+        assert mean_score(got[name]) == pytest.approx(evaluate_run(RUN, QRELS)[name], abs=1e-12)
+
+
+def test_per_query_file_round_trips_and_a_damaged_one_reads_as_nothing(tmp_path):
+    scores = per_query(RUN, QRELS)
+    path = write_per_query(tmp_path, "test", scores)
+    assert path == tmp_path / "per_query_test.json"
+    assert read_per_query(tmp_path, "test") == scores
+    assert read_per_query(tmp_path, "val") is None  # no file
+    for damaged in ('{"ndcg@10": {"q1": ', '{"ndcg@10": [0.5]}', '{"ndcg@10": {"q1": "x"}}'):
+        path.write_text(damaged)
+        assert read_per_query(tmp_path, "test") is None
+    assert [p.name for p in tmp_path.iterdir()] == ["per_query_test.json"]  # no temporaries
 
 
 def test_ids_of_other_types_are_compared_as_strings_and_a_single_metric_is_a_dict():

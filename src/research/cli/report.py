@@ -12,6 +12,8 @@ from pathlib import Path
 
 from research.cli.console import protect_console
 from research.reports import ReportError, build_report
+from research.reports.export import parse_formats
+from research.reports.recorded import RUNS_FILE
 from research.reports.source import ablation_spec, resolve_source, variant_names
 
 _SOURCE_HELP = (
@@ -22,8 +24,19 @@ _SOURCE_HELP = (
     "folders are read; a run re-run by a later research-ablate counts once, as its newest "
     "completed attempt. The ablation file conf/ablation/<name>.yaml gives the default "
     "--metric (`metrics`), --baseline (`baseline`) and the axes of the main-effect table; a "
-    "folder <log dir>/ablations/<name>[+overrides]/ is read with that file too."
+    "folder <log dir>/ablations/<name>[+overrides]/ is read with that file too. Or a report's "
+    "runs.csv, when the run dirs behind it are gone: the report is re-rendered from the values "
+    "it recorded (no redrawn curves, no config diff), into the runs.csv's folder by default, "
+    "with the options its provenance.json recorded."
 )
+
+
+def _check_recorded(path: Path) -> None:
+    if path.suffix != ".csv":
+        raise ReportError(
+            f"{path} is a file; pass a folder of run dirs, an ablation name, or a report's "
+            f"{RUNS_FILE}"
+        )
 
 
 def _direction(text: str) -> tuple[str, str]:
@@ -37,7 +50,8 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="research-report",
         description="Aggregate run dirs per variant over seeds: report.md (table + plots), "
-        "report.csv, runs.csv and PNG plots; the table is printed. A run dir that cannot be "
+        "report.csv, runs.csv, provenance.json (the runs, seeds, git commits and config diff "
+        "behind each cell) and PNG plots; the table is printed. A run dir that cannot be "
         "read, or holds values the report cannot use (an inf/NaN metric, a seed that is not a "
         "64-bit integer, ...), is flagged with a warning and the rest is reported. Exit status "
         "0 on success, 2 on a bad source, metric or option, 1 when no run completed with a "
@@ -45,7 +59,19 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("source", help=_SOURCE_HELP)
     parser.add_argument(
-        "--out", type=Path, metavar="DIR", help="output folder (default: <source>/report/)"
+        "--out",
+        type=Path,
+        metavar="DIR",
+        help="output folder (default: <source>/report/, or a runs.csv's own folder)",
+    )
+    parser.add_argument(
+        "--format",
+        action="append",
+        default=[],
+        metavar="FORMAT",
+        help="also write the tables a paper needs (mean, interval, n, Δ to the baseline; bold "
+        "only where decided) as paper.md (markdown), paper.tex (latex: a booktabs table) or "
+        "paper.csv (csv); repeatable or a comma list, e.g. --format latex,csv",
     )
     parser.add_argument(
         "--metric",
@@ -99,20 +125,28 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        source, ablation = resolve_source(args.source)
-        spec = ablation_spec(ablation)
-        metrics = args.metric or [str(m) for m in spec.get("metrics") or []] or None
+        formats = parse_formats(args.format)
+        if Path(args.source).is_file():
+            source, ablation, spec, out = Path(args.source), None, None, args.out
+            _check_recorded(source)
+        else:
+            source, ablation = resolve_source(args.source)
+            spec = ablation_spec(ablation)
+            out = args.out or source / "report"
+        metrics = args.metric or [str(m) for m in (spec or {}).get("metrics") or []] or None
         report = build_report(
             source,
-            args.out or source / "report",
+            out,
             metrics,
             direction=dict(args.direction),
             band=args.band,
             x=args.x,
+            formats=formats,
             where=args.where,
             baseline=args.baseline,
             ablation=spec,
-            names=variant_names(ablation, spec, source),
+            ablation_name=ablation,
+            names=variant_names(ablation, spec or {}, source),
         )
     except ReportError as err:
         print(f"research-report: error: {err}", file=sys.stderr)
@@ -120,9 +154,9 @@ def main(argv: list[str] | None = None) -> int:
     for note in report.warnings:
         print(f"research-report: warning: {note}", file=sys.stderr)
     print(report.markdown, end="")
-    plots = len(report.files) - 3
+    tables = [p.name for p in report.files if p not in report.plots]
     print(
-        f"research-report: wrote report.md, report.csv, runs.csv and {plots} plots to "
+        f"research-report: wrote {', '.join(tables)} and {len(report.plots)} plots to "
         f"{report.out_dir}",
         file=sys.stderr,
     )

@@ -8,11 +8,12 @@ and never imports torch.
 from __future__ import annotations
 
 from research.reports.baseline import choose_baseline, comparison_markdown, comparisons
-from research.reports.build import Report, analyse, build_report
+from research.reports.build import analyse, build_report
 from research.reports.effects import effects_markdown
 from research.reports.errors import ReportError, RunsWarning
 from research.reports.metrics import default_metrics, directions, resolve_metric
 from research.reports.plots import curve_metrics, plot_curves, plot_points
+from research.reports.report import Report
 from research.reports.runs import load_histories, load_runs
 from research.reports.tables import format_mean_std, summarize, to_markdown
 

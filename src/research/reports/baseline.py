@@ -1,6 +1,6 @@
 """The baseline comparison of a report: which variant is the baseline, every other variant's
-difference to it with its CI and Holm-adjusted p-value, and a sentence per metric saying what is
-beyond noise (or that nothing is)."""
+difference to it with its interval, n and Holm-adjusted p-value, and a sentence per metric saying
+what is beyond noise, what is not, and what the seeds cannot tell."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import math
 import pandas as pd
 
 from research.reports.errors import ReportError
-from research.reports.stats import ALPHA, CONFIDENCE, Comparison, compare
+from research.reports.stats import ALPHA, CONFIDENCE, MIN_CLAIM, Comparison, compare
 from research.reports.tables import decimals, signed
 
 
@@ -41,30 +41,38 @@ def comparisons(
 
 
 def _cell(c: Comparison) -> str:
+    """`+0.0104 [+0.0090, +0.0118] (n=5) p=0.00031`; p is `–` where no test is made."""
     if math.isnan(c.diff):
         return "–"
+    n = f"(n={c.n})" if c.paired else f"(n≥{c.n})"
+    p = "p=–" if math.isnan(c.p_holm) else f"p={c.p_holm:.2g}"
     if math.isnan(c.low):
-        return f"{signed(c.diff, 4)} (n < 2)"
+        return f"{signed(c.diff, 4)} {n} {p}"
     places = decimals(c.diff, (c.high - c.low) / 2)
-    text = (
-        f"{signed(c.diff, places)} [{signed(c.low, places)}, {signed(c.high, places)}] "
-        f"p={c.p_holm:.2g}"
-    )
+    interval = f"[{signed(c.low, places)}, {signed(c.high, places)}]"
+    text = f"{signed(c.diff, places)} {interval} {n} {p}"
     return f"**{text}**" if c.verdict == "better" else text
 
 
 def verdict_lines(found: dict[str, list[Comparison]], baseline: str) -> list[str]:
-    """One sentence per metric: what is better or worse than the baseline beyond noise."""
+    """One sentence per metric: what is better or worse than the baseline beyond noise, and
+    what cannot be told (and why)."""
     lines = []
     for metric, items in found.items():
         if not items or items[0].verdict == "unknown":
             continue
         by = {v: [c.variant for c in items if c.verdict == v] for v in ("better", "worse")}
-        if not by["better"] and not by["worse"]:
-            lines.append(f"- {metric}: every variant is within noise of the baseline `{baseline}`.")
-            continue
+        noise = [c.variant for c in items if c.verdict == "noise"]
+        untold = [f"{c.variant} ({c.note})" for c in items if c.verdict == "undecided"]
         parts = [f"{k} than `{baseline}`: {', '.join(v)}" for k, v in by.items() if v]
-        lines.append(f"- {metric}: " + "; ".join(parts) + "; the rest are within noise.")
+        if noise and untold:
+            parts.append(f"within noise of `{baseline}`: {', '.join(noise)}")
+        elif noise:
+            every = f"every variant is within noise of the baseline `{baseline}`"
+            parts.append("the rest are within noise" if parts else every)
+        if untold:
+            parts.append("cannot tell: " + ", ".join(untold))
+        lines.append(f"- {metric}: " + "; ".join(parts) + ".")
     return lines
 
 
@@ -83,8 +91,7 @@ def comparison_markdown(found: dict[str, list[Comparison]], baseline: str) -> st
     ]
     for variant in variants:
         cells = {c.metric: c for items in found.values() for c in items if c.variant == variant}
-        first = cells[metrics[0]]
-        pairing = f"by seed (n={first.n})" if first.paired else f"unpaired (n≥{first.n})"
+        pairing = "by seed" if cells[metrics[0]].paired else "unpaired (Welch)"
         lines.append(
             "| "
             + " | ".join(
@@ -94,10 +101,11 @@ def comparison_markdown(found: dict[str, list[Comparison]], baseline: str) -> st
         )
     lines += [
         "",
-        f"Δ = variant mean − baseline mean [{CONFIDENCE:.0%} bootstrap CI of the difference]; "
-        "p = two-sided t-test (paired by seed where both have the same seeds, else Welch), "
-        "Holm-adjusted across the variants of each metric. **Bold** = better than the baseline "
-        f"beyond noise: the CI excludes 0 and p < {ALPHA}.",
+        f"Δ = variant mean − baseline mean [{CONFIDENCE:.0%} Student-t interval] (n = seeds "
+        "paired, or the smaller variant's runs when unpaired); p = two-sided t-test (paired by "
+        "seed where both have the same seeds, else Welch's), Holm-adjusted across the variants "
+        f"of each metric; p=– = no test (fewer than {MIN_CLAIM} seeds, or no spread). **Bold** = "
+        f"better than the baseline beyond noise: the interval excludes 0 and p < {ALPHA}.",
         "",
         *verdict_lines(found, baseline),
         "",

@@ -1,23 +1,30 @@
-"""Writing a report folder: report.md, report.csv (per variant), runs.csv (per run) and PNGs.
+"""Writing a report folder: report.md, report.csv (per variant), runs.csv (per run), PNGs,
+provenance.json (where each cell comes from) and, on request, the paper tables (`export`).
 
 report.md holds the per-variant table (mean ± std [CI]), the comparison against the baseline
-variant, and for a factorial ablation the main effect of each axis.
+variant, and for a factorial ablation the main effect of each axis. Every path a report writes
+is relative to the folder of runs it describes: a report is read on other machines than the one
+that made it (a committed study's report outlives its run dirs).
 """
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import warnings
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from research.reports import export
 from research.reports.baseline import choose_baseline, comparison_markdown, comparisons
+from research.reports.decisions import decisions_markdown
 from research.reports.effects import effects_markdown
-from research.reports.errors import RunsWarning
+from research.reports.errors import ReportError, RunsWarning
 from research.reports.metrics import default_metrics, directions, resolve_metric
+from research.reports.per_query import per_query_markdown
 from research.reports.plots import (
     check_band,
     curve_metrics,
@@ -25,37 +32,24 @@ from research.reports.plots import (
     plot_points,
     save_figure,
 )
-from research.reports.runs import STATUSES, load_histories, load_runs, order_variants
-from research.reports.stats import Comparison
+from research.reports.provenance import provenance
+from research.reports.recorded import MISSING, PROVENANCE_FILE, Recorded
+from research.reports.report import Report
+from research.reports.runs import (
+    STATUSES,
+    load_histories,
+    load_runs,
+    order_variants,
+    relative_run_dirs,
+    run_configs,
+)
+from research.reports.stats import METHOD
 from research.reports.tables import summarize, to_markdown
 from research.tracking.run_dir import GRAD_NORM_FILE
 
 # Drawn per step when runs logged gradient norms (callbacks=grad_norm); diverged runs included,
 # since their gradients are what explains them.
 GRAD_NORM_TOTAL = "grad_norm/total"
-
-
-@dataclass
-class Report:
-    """What `build_report` read and wrote."""
-
-    source: Path
-    out_dir: Path
-    metrics: list[str]
-    runs: pd.DataFrame  # one row per run (runs.csv)
-    table: pd.DataFrame  # one row per variant (report.csv)
-    markdown: str  # the tables with their legends
-    files: list[Path]
-    warnings: list[str]
-    baseline: str | None = None
-    comparisons: dict[str, list[Comparison]] = field(default_factory=dict)
-
-    @property
-    def usable(self) -> int:
-        """Completed runs with a value in at least one of the table's metrics: with none, the
-        report has nothing to compare (every run failed, diverged or could not be read)."""
-        done = self.runs.loc[self.runs["status"] == "completed", self.metrics]
-        return int(done.notna().any(axis=1).sum())
 
 
 def _slug(metric: str) -> str:
@@ -100,23 +94,58 @@ def _not_completed(runs: pd.DataFrame, source: Path) -> list[str]:
     return [*lines, ""]
 
 
+def _relative(text: str, source: Path) -> str:
+    """A warning with the run dirs under `source` named relative to it (stderr keeps the full
+    paths; the report's files name no machine's paths)."""
+    return text.replace(f"{source}{os.sep}", "")
+
+
 def _document(report: Report, plots: list[Path]) -> str:
     counts = report.runs["status"].value_counts()
     shown = [s for s in STATUSES if s not in ("interrupted", "pruned") or counts.get(s, 0)]
     tally = ", ".join(f"{counts.get(s, 0)} {s}" for s in shown)
     lines = [
-        f"# Report: {report.source.name}",
+        f"# Report: {Path(report.origin).name}",
         "",
-        f"Source: `{report.source}`: {len(report.runs)} runs ({tally}).",
+        f"Source: `{report.origin}`: {len(report.runs)} runs ({tally}); run dirs are named "
+        "relative to it.",
         "",
-        report.markdown,
-        *_not_completed(report.runs, report.source),
     ]
+    if report.missing:
+        lines += [f"This report says less than one made from the run dirs: {report.missing}.", ""]
+    lines += [report.markdown, METHOD, "", *_not_completed(report.runs, report.source)]
     if report.warnings:
-        lines += ["## Warnings", "", *(f"- {w}" for w in report.warnings), ""]
+        notes = [_relative(w, report.source) for w in report.warnings]
+        lines += ["## Warnings", "", *(f"- {w}" for w in notes), ""]
     if plots:
         lines += ["## Plots", "", *(f"![{p.stem}]({p.name})" for p in plots), ""]
     return "\n".join(lines)
+
+
+def _origin(source: Path) -> str:
+    """`source` as a report names it: `ablations/<name>` for an ablation's folder, else its path
+    under the current directory, else its name; never a path of this machine."""
+    if source.parent.name == "ablations":
+        return f"ablations/{source.name}"
+    cwd = Path.cwd().resolve()
+    inside = source != cwd and source.is_relative_to(cwd)
+    return source.relative_to(cwd).as_posix() if inside else source.name
+
+
+def _recorded(
+    path: Path, where: list[str] | None, ablation: dict[str, Any] | None
+) -> tuple[Recorded, dict[str, Any]]:
+    """The runs of a recorded runs.csv and the ablation file of the ablation they came from."""
+    from research.reports.recorded import load_recorded
+    from research.reports.source import ablation_spec
+
+    if where:
+        raise ReportError(
+            f"--where cannot filter {path}: a runs.csv holds no configs (its runs were already "
+            "filtered when it was written); pass the folder of run dirs instead"
+        )
+    recorded = load_recorded(path)
+    return recorded, ablation if ablation is not None else ablation_spec(recorded.ablation)
 
 
 def analyse(
@@ -127,11 +156,12 @@ def analyse(
     where: list[str] | None = None,
     baseline: str | None = None,
     ablation: dict[str, Any] | None = None,
+    ablation_name: str | None = None,
     names: dict[str, str] | None = None,
     out_dir: Path | None = None,
 ) -> Report:
     """Read the runs under `source` and compute the tables, writing nothing (the notebook's
-    entry: always from the run dirs, never from an earlier report's files).
+    entry: from the run dirs, or from a report's recorded runs.csv when `source` is one).
 
     `metrics` defaults to every `final.test/*` metric plus `best.<monitor>`; `direction` sets
     which way a metric is better (metric -> 'max'/'min') where its name does not tell; `where`
@@ -139,25 +169,64 @@ def analyse(
     others are compared with (default: the `ablation` file's `baseline`, else "default", else
     the first variant); the ablation file's `axes` add a main-effect table; `names` (config
     hash -> variant, from the ablation file) labels each run by the variant that has its config.
+    A runs.csv is read with the options its report recorded in provenance.json (the ones given
+    here win), and with the ablation file of the ablation its runs came from.
     """
     source = Path(source).resolve()
-    runs, notes = _load(source, where, names)
+    earlier: dict[str, Any] = {}
+    if source.is_file():
+        recorded, ablation = _recorded(source, where, ablation)
+        runs, notes, origin, earlier = recorded.runs, [], recorded.origin, recorded.options
+        ablation_name = ablation_name or recorded.ablation
+        earlier = {"metrics": (ablation or {}).get("metrics"), **earlier}
+    else:
+        runs, notes = _load(source, where, names)
+        origin = _origin(source)
+    spec = ablation or {}
+    metrics = metrics or earlier.get("metrics")
     chosen = [resolve_metric(runs, m) for m in metrics] if metrics else default_metrics(runs)
     chosen = list(dict.fromkeys(chosen))
-    ways = directions(runs, chosen, direction)
+    ways = directions(runs, chosen, direction or earlier.get("explicit_directions"))
     table = summarize(runs, chosen)
-    spec = ablation or {}
     variants = order_variants(runs["variant"])
-    base = choose_baseline(variants, baseline, spec.get("baseline"))
+    base = choose_baseline(variants, baseline or earlier.get("baseline"), spec.get("baseline"))
     found = comparisons(runs, chosen, ways, base, variants) if base else {}
     markdown = to_markdown(table, chosen, ways, found, base)
     if base:
         markdown += "\n" + comparison_markdown(found, base)
-    if spec.get("axes"):
-        axes = {str(a): [str(level) for level in levels] for a, levels in spec["axes"].items()}
+        markdown += per_query_markdown(runs, chosen, ways, base, variants, source)
+    axes = earlier.get("axes") or {
+        str(a): [str(level) for level in levels] for a, levels in (spec.get("axes") or {}).items()
+    }
+    if axes:
         markdown += "\n" + effects_markdown(table, chosen, axes)
-    out = Path(out_dir) if out_dir else source / "report"
-    return Report(source, out, chosen, runs, table, markdown, [], notes, base, found)
+    markdown += decisions_markdown(source)  # research-ablate --until-decided
+    out = Path(out_dir) if out_dir else (source.parent if source.is_file() else source / "report")
+    options = {
+        "metrics": chosen,
+        "baseline": base,
+        "where": list(where or earlier.get("where") or []),
+        "explicit_directions": dict(direction or earlier.get("explicit_directions") or {}),
+        "axes": axes,
+    }
+    return Report(
+        source,
+        out,
+        chosen,
+        runs,
+        table,
+        markdown,
+        [],
+        notes,
+        base,
+        found,
+        ways,
+        origin,
+        ablation_name,
+        options,
+        recorded=source.is_file(),
+        missing=MISSING if source.is_file() else None,
+    )
 
 
 def build_report(
@@ -167,32 +236,51 @@ def build_report(
     *,
     band: str = "std",
     x: str = "epoch",
+    formats: list[str] | tuple[str, ...] = (),
     **options: Any,
 ) -> Report:
     """`analyse` the runs under `source` and write the report into `out_dir`; `band` is the
-    curves' shaded band ('std' or 'minmax') and `x` their axis ('epoch' or 'step'); `options`
-    are `analyse`'s (direction, where, baseline, ablation, names)."""
+    curves' shaded band ('std' or 'minmax') and `x` their axis ('epoch' or 'step'); `formats`
+    adds the paper tables (`export.FORMATS`); `options` are `analyse`'s (direction, where,
+    baseline, ablation, ablation_name, names)."""
     check_band(band)
     report = analyse(source, metrics, out_dir=out_dir, **options)
     out_dir, runs, table, chosen = report.out_dir, report.runs, report.table, report.metrics
     out_dir.mkdir(parents=True, exist_ok=True)
-    runs.to_csv(out_dir / "runs.csv", index=False)
+    shown = runs if report.recorded else relative_run_dirs(runs, report.source)
+    shown.to_csv(out_dir / "runs.csv", index=False)
     table.to_csv(out_dir / "report.csv")
-    histories = load_histories(runs)
-    plots = [
-        save_figure(plot_curves(histories, m, x, band), out_dir / f"curve_{_slug(m)}.png")
-        for m in curve_metrics(chosen, histories)
-    ]
-    grad_norms = load_histories(runs, ("completed", "diverged"), GRAD_NORM_FILE)
-    if GRAD_NORM_TOTAL in grad_norms.columns:
-        figure = plot_curves(grad_norms, GRAD_NORM_TOTAL, "step", band)
-        figure.axes[0].set_yscale("log")  # a diverging run's norm leaves the others' scale
-        plots.append(save_figure(figure, out_dir / f"curve_{_slug(GRAD_NORM_TOTAL)}.png"))
+    plots = _curves(report, band, x)
     plots += [
         save_figure(plot_points(runs, table, m), out_dir / f"points_{_slug(m)}.png")
         for m in chosen
         if table[f"{m} n"].sum() > 0
     ]
+    configs = {} if report.recorded else run_configs(runs)
+    record = json.dumps(provenance(report, shown, configs), indent=2, ensure_ascii=False)
+    (out_dir / PROVENANCE_FILE).write_text(record + "\n")
+    papers = export.write(report, list(formats), out_dir)
     (out_dir / "report.md").write_text(_document(report, plots))
-    report.files = [out_dir / name for name in ("report.md", "report.csv", "runs.csv")] + plots
+    written = ("report.md", "report.csv", "runs.csv", PROVENANCE_FILE)
+    report.plots = plots
+    report.files = [out_dir / name for name in written] + papers + plots
     return report
+
+
+def _curves(report: Report, band: str, x: str) -> list[Path]:
+    """The learning curves (and gradient-norm trace) from the runs' histories; from a recorded
+    runs.csv, which has none, the curves already in the folder, as they were drawn."""
+    out_dir = report.out_dir
+    if report.recorded:
+        return sorted(out_dir.glob("curve_*.png"))
+    histories = load_histories(report.runs)
+    plots = [
+        save_figure(plot_curves(histories, m, x, band), out_dir / f"curve_{_slug(m)}.png")
+        for m in curve_metrics(report.metrics, histories)
+    ]
+    grad_norms = load_histories(report.runs, ("completed", "diverged"), GRAD_NORM_FILE)
+    if GRAD_NORM_TOTAL in grad_norms.columns:
+        figure = plot_curves(grad_norms, GRAD_NORM_TOTAL, "step", band)
+        figure.axes[0].set_yscale("log")  # a diverging run's norm leaves the others' scale
+        plots.append(save_figure(figure, out_dir / f"curve_{_slug(GRAD_NORM_TOTAL)}.png"))
+    return plots

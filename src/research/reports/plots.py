@@ -1,5 +1,5 @@
 """Learning curves (mean over seeds with a band) and per-seed point plots of a metric per
-variant (the seeds over the mean and its CI; no bars, which would start at 0 and hide a
+variant (the seeds over the mean and its t-interval; no bars, which would start at 0 and hide a
 difference of 0.3% at 0.99).
 
 Figures are plain `matplotlib.figure.Figure`s, drawn by the Agg renderer when saved: no pyplot
@@ -152,8 +152,8 @@ def plot_curves(
 
 def plot_points(runs: pd.DataFrame, table: pd.DataFrame, metric: str) -> Figure:
     """Per variant of `summarize`'s table: each completed run's value as a dot (spread
-    sideways), over the mean (a bar-free marker) with its bootstrap CI. The y axis fits the
-    data, not 0."""
+    sideways), over the mean (a bar-free marker) with its Student-t interval; n beside each
+    label. The y axis fits the data, not 0."""
     variants = list(table.index)
     labels, colors = short_labels(variants), variant_colors(variants)
     done = runs[(runs["status"] == "completed") & runs[metric].notna()]
@@ -176,7 +176,7 @@ def plot_points(runs: pd.DataFrame, table: pd.DataFrame, metric: str) -> Figure:
     )
     ax.set(
         ylabel=metric,
-        title=f"{metric}\ndots = seeds; ◆ = mean with {CONFIDENCE:.0%} bootstrap CI",
+        title=f"{metric}\ndots = seeds; ◆ = mean, {CONFIDENCE:.0%} Student-t interval (n below)",
     )
     ax.grid(axis="y", alpha=0.3)
     return fig

@@ -32,6 +32,7 @@ STATUSES = ("completed", "failed", "diverged", "interrupted", "pruned")
 RUNNING = "running"
 _RUN_ID = re.compile(r"^(?P<hash>[0-9a-f]+)-s(?P<seed>-?\d+)$")
 _WANDB_FIELDS = ("project", "group", "mode", "run_id")
+_GIT_FIELDS = ("commit", "dirty")  # the code a run ran: a report's provenance cites it
 
 
 def order_variants(variants: Iterable[str]) -> list[str]:
@@ -122,6 +123,7 @@ def _row(run_dir: Path, metrics: dict[str, Any]) -> dict[str, Any]:
     wandb = dict(metrics["wandb"]) if isinstance(metrics.get("wandb"), dict) else {}
     config = metrics["config"] if isinstance(metrics.get("config"), dict) else {}
     wandb["group"] = wandb.get("group") or config.get("group")  # set even when W&B was off
+    git = metrics["git"] if isinstance(metrics.get("git"), dict) else {}
     row: dict[str, Any] = {
         "run_dir": str(run_dir.resolve()),
         "variant": variant_of(metrics),
@@ -134,6 +136,7 @@ def _row(run_dir: Path, metrics: dict[str, Any]) -> dict[str, Any]:
         "error": metrics.get("error"),
         "wall_time_s": finite(metrics.get("wall_time_s")),
         **{f"wandb.{key}": wandb.get(key) for key in _WANDB_FIELDS},
+        **{f"git.{key}": git.get(key) for key in _GIT_FIELDS},
     }
     for part in ("final", "best"):
         values = metrics.get(part) if isinstance(metrics.get(part), dict) else {}
@@ -203,6 +206,27 @@ def load_runs(
         warnings.warn(note, RunsWarning, stacklevel=2)
     runs["seed"] = pd.array(runs["seed"], dtype="Int64")
     return runs.sort_values(["variant", "seed", "run_dir"]).reset_index(drop=True)
+
+
+def relative_run_dirs(runs: pd.DataFrame, source: Path) -> pd.DataFrame:
+    """`runs` with each run dir written relative to `source` (posix): a report's files name the
+    runs by where they sit in the folder it describes, never by one machine's paths."""
+    source = Path(source).resolve()
+
+    def shown(text: str) -> str:
+        path = Path(text)
+        return path.relative_to(source).as_posix() if path.is_relative_to(source) else text
+
+    return runs.assign(run_dir=[shown(str(d)) for d in runs["run_dir"]])
+
+
+def run_configs(runs: pd.DataFrame) -> dict[str, dict[str, Any] | None]:
+    """run dir -> the resolved config its metrics.json recorded (None where it has none)."""
+    configs = {}
+    for run_dir in runs["run_dir"]:
+        config = (_read_json(Path(run_dir) / METRICS_FILE) or {}).get("config")
+        configs[run_dir] = config if isinstance(config, dict) else None
+    return configs
 
 
 def load_histories(

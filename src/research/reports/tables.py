@@ -1,6 +1,7 @@
 """Per-variant aggregation over seeds, and its Markdown table.
 
-Means, sample standard deviations (ddof=1) and bootstrap CIs of the mean use completed runs only;
+Means, sample standard deviations (ddof=1) and Student-t intervals of the mean
+(`research.reports.stats`, which says why t) use completed runs only;
 failed and diverged runs (and interrupted ones, when there are any) are counted in their own
 columns, so a variant that often breaks cannot look good by its survivors alone without the table
 saying so. A cell is bold only when the
@@ -15,7 +16,7 @@ import math
 import pandas as pd
 
 from research.reports.runs import STATUSES, order_variants
-from research.reports.stats import CONFIDENCE, Comparison, mean_ci
+from research.reports.stats import CONFIDENCE, Comparison, mean_interval
 
 _ARROWS = {"max": " ↑", "min": " ↓", None: ""}
 _NONE = "–"
@@ -25,7 +26,7 @@ def summarize(runs: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
     """One row per variant ("default" first): n (completed runs), failed, diverged (interrupted
     too when a run was), and per
     metric `<metric> mean`, `<metric> std`, `<metric> n` (completed runs with a value) and the
-    bootstrap CI of the mean, `<metric> ci_low` / `<metric> ci_high`."""
+    Student-t interval of the mean, `<metric> ci_low` / `<metric> ci_high`."""
     variants = order_variants(runs["variant"])
     counts = pd.crosstab(runs["variant"], runs["status"])
     counts = counts.reindex(index=variants, columns=list(STATUSES), fill_value=0)
@@ -39,9 +40,9 @@ def summarize(runs: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
         table[f"{metric} mean"] = done[metric].mean().astype(float)
         table[f"{metric} std"] = done[metric].std(ddof=1).astype(float)
         table[f"{metric} n"] = done[metric].count().reindex(variants, fill_value=0)
-        cis = {v: mean_ci(x.dropna().to_numpy()) for v, x in done[metric]}
-        table[f"{metric} ci_low"] = pd.Series({v: c[0] for v, c in cis.items()}, dtype=float)
-        table[f"{metric} ci_high"] = pd.Series({v: c[1] for v, c in cis.items()}, dtype=float)
+        cis = {v: mean_interval(x.dropna().to_numpy()) for v, x in done[metric]}
+        table[f"{metric} ci_low"] = pd.Series({v: c.low for v, c in cis.items()}, dtype=float)
+        table[f"{metric} ci_high"] = pd.Series({v: c.high for v, c in cis.items()}, dtype=float)
     table.index.name = "variant"
     return table
 
@@ -58,9 +59,15 @@ def decimals(mean: float, std: float) -> int:
     return min(max(places, 0), 8)
 
 
-def format_mean_std(mean: float, std: float, low: float = math.nan, high: float = math.nan) -> str:
-    """`0.971 ± 0.012 [0.960, 0.980]` (with a CI); `0.9712 ± –` when a single run gives no
-    std; `–` with no value."""
+def format_mean_std(
+    mean: float,
+    std: float,
+    low: float = math.nan,
+    high: float = math.nan,
+    n: int | None = None,
+) -> str:
+    """`0.971 ± 0.012 [0.960, 0.980] (n=5)` (with an interval and its n); `0.9712 ± –` when
+    a single run gives no std; `–` with no value."""
     if math.isnan(mean):
         return _NONE
     places = decimals(mean, std)
@@ -68,7 +75,7 @@ def format_mean_std(mean: float, std: float, low: float = math.nan, high: float 
     text = f"{mean:.{places}f} ± {spread}"
     if not (math.isnan(low) or math.isnan(high)):
         text += f" [{low:.{places}f}, {high:.{places}f}]"
-    return text
+    return text if n is None else f"{text} (n={n})"
 
 
 def signed(value: float, places: int) -> str:
@@ -105,18 +112,17 @@ def to_markdown(
         ]
         for metric in metrics:
             text = format_mean_std(
-                *(row[f"{metric} {part}"] for part in ("mean", "std", "ci_low", "ci_high"))
+                *(row[f"{metric} {part}"] for part in ("mean", "std", "ci_low", "ci_high")),
+                n=row[f"{metric} n"],
             )
-            if 0 < row[f"{metric} n"] < row["n"]:
-                text += f" (n={row[f'{metric} n']})"
             cells.append(f"**{text}**" if variant in best[metric] else text)
         lines.append("| " + " | ".join(cells) + " |")
     legend = [
         "",
-        f"mean ± sample std (ddof=1) [{CONFIDENCE:.0%} bootstrap CI of the mean] over each "
-        f"variant's completed runs; n = completed runs; {_NONE} = no value (a std and a CI "
-        "need n ≥ 2); **bold** = better than the baseline beyond noise (the table below) "
-        "(↑ higher is better, ↓ lower is better).",
+        f"mean ± sample std (ddof=1) [{CONFIDENCE:.0%} Student-t interval of the mean] (n = "
+        f"completed runs with a value) over each variant's completed runs; {_NONE} = no value "
+        "(a std and an interval need n ≥ 2 values that differ); **bold** = better than the "
+        "baseline beyond noise (the table below) (↑ higher is better, ↓ lower is better).",
     ]
     unknown = [m for m in metrics if directions[m] is None]
     if unknown:

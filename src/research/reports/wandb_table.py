@@ -10,12 +10,16 @@ when it stops, which research-report's process does at exit.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from research.reports.export import cells
+from research.reports.runs import relative_run_dirs
+
 if TYPE_CHECKING:
-    from research.reports.build import Report
+    from research.reports.report import Report
 
 
 def _most_common(values: pd.Series) -> Any:
@@ -32,7 +36,9 @@ def _table(frame: pd.DataFrame) -> Any:
 
 
 def log_report(report: Report) -> str:
-    """Log the per-variant and per-run tables; returns a line saying where they went."""
+    """Log the per-variant table, the intervals of every cell and its difference to the
+    baseline (the paper table's numbers: mean, interval, n, Δ, p, bold) and the per-run table;
+    returns a line saying where they went."""
     import wandb
 
     runs = report.runs
@@ -44,16 +50,22 @@ def log_report(report: Report) -> str:
         project=_most_common(runs["wandb.project"]) or "research",
         group=group,
         job_type="report",
-        name=f"report-{group or report.source.name}",
+        name=f"report-{group or Path(report.origin).name}",
         dir=str(report.out_dir),
         mode=mode,
-        config={"source": str(report.source), "metrics": report.metrics},
+        config={"source": report.origin, "metrics": report.metrics, "baseline": report.baseline},
         settings=wandb.Settings(silent=True),
         reinit="create_new",
     )
     where = run.url if mode == "online" else run.settings.sync_dir
     try:
-        run.log({"report": _table(report.table.reset_index()), "runs": _table(runs)})
+        run.log(
+            {
+                "report": _table(report.table.reset_index()),
+                "intervals": _table(cells(report)),
+                "runs": _table(relative_run_dirs(runs, report.source)),
+            }
+        )
     except BaseException:
         run.finish(exit_code=1)  # marked failed, not left open to absorb later logging
         raise

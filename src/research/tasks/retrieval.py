@@ -4,7 +4,8 @@ Training batches hold raw text (the datamodule knows nothing of the model's toke
 queries and B*G documents grouped per query, positive first, plus teacher scores for
 distillation. Validation and test search the split's whole corpus the way a user would: encode
 every document once, index them, encode the queries, search, and score the ranking with IR
-metrics (`<split>/ndcg@10`, `<split>/mrr@10`, `<split>/recall@100`).
+metrics (`<split>/ndcg@10`, `<split>/mrr@10`, `<split>/recall@100`). Rank zero also writes each
+query's scores to `<run dir>/per_query_<split>.json`, so a report can compare runs query by query.
 """
 
 from __future__ import annotations
@@ -133,11 +134,15 @@ class RetrievalModule(Task):
             self._run[query_id] = dict(ranked)
 
     def _log_metrics(self, split: str) -> dict[str, float]:
-        from research.retrieval.metrics import evaluate_run
+        from research.retrieval.metrics import mean_score, per_query, write_per_query
 
         run = self._gathered_run()
-        values = evaluate_run(run, {q: self._split.qrels[q] for q in run}, DEFAULT_METRICS)
-        logged = {f"{split}/{name}": value for name, value in values.items()}
+        scores = per_query(run, {q: self._split.qrels[q] for q in run}, DEFAULT_METRICS)
+        # The sanity check's few batches are not an evaluation: they would leave a file of a
+        # handful of queries behind when a run stops before its first validation.
+        if self.trainer.is_global_zero and not self.trainer.sanity_checking:
+            write_per_query(Path(self.trainer.default_root_dir), split, scores)
+        logged = {f"{split}/{name}": mean_score(values) for name, values in scores.items()}
         self.log_dict(logged, prog_bar=split == "val", sync_dist=False)
         self._searcher = None
         return logged
