@@ -46,6 +46,9 @@ CASES = [
     (["tags=extend_list(a)"], "tags=extend_list(a): Unknown function 'extend_list'"),
     (["-m", "seed=interval(0,1)"], "seed=interval(0,1): interval() samples a range"),
     (["-m", "optimizer=glob(nothing*)"], "optimizer=glob(nothing*) sweeps no value"),
+    # The entry config is fixed: Hydra would fail after ours was checked, in eight lines.
+    (["--config-name", "nope"], "--config-name and --config-path are fixed (train.yaml in"),
+    (["~paths"], "paths.log_dir is missing (removed with ~paths.log_dir?)"),
 ]
 
 

@@ -39,6 +39,7 @@ def _check_interrupted(done, run: Path, signum: int) -> dict:
     return m
 
 
+@pytest.mark.slow  # a real process, signalled, then resumed and evaluated: about 12 s
 def test_sigterm_is_recorded_and_the_moved_run_resumes_and_evaluates_its_best(workdir: Path):
     done = signal_after_epochs(workdir, LONG, signal.SIGTERM, rows=2)
     (run,) = run_dirs(workdir)

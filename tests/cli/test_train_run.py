@@ -112,6 +112,7 @@ def test_csv_logger_writes_metrics_into_the_run_dir(workdir: Path):
     assert not (run / "wandb").exists()
 
 
+@pytest.mark.slow  # a real process with its own console: about 9 s
 def test_the_console_shows_the_run_and_ends_with_one_summary_line(workdir: Path):
     """A fresh process with Python's warnings on, as a user runs it: no W&B banners, no
     Lightning tips or deprecation notices from inside Lightning, and a last line that says how

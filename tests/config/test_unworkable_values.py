@@ -32,6 +32,8 @@ from research.config.errors import ConfigError
         (["~model"], "model is missing (removed with ~model?)"),
         (["~optimizer=adam"], "optimizer is missing (removed with ~optimizer?)"),
         (["~seed"], "seed is missing (removed with ~seed?)"),
+        (["~paths.log_dir"], "paths.log_dir is missing (removed with ~paths.log_dir?)"),
+        (["~paths"], "set it with paths.log_dir=<value>"),
     ],
 )
 def test_unworkable_value_is_refused_in_one_line(overrides: list[str], expected: str):

@@ -172,6 +172,14 @@ def run(
             file=sys.stderr,
         )
         return 2
+    if parsed.config_name or parsed.config_path:
+        print(
+            f"{prog}: error: --config-name and --config-path are fixed ({config_name}.yaml in "
+            f"{config_dir()}); choose a setup with experiment=<name>, or add configs of your "
+            "own with hydra.searchpath=[file:///your/configs]",
+            file=sys.stderr,
+        )
+        return 2
     info_only = any(getattr(parsed, flag, None) for flag in INFO_FLAGS)
     informative = info_only or bool(parsed.cfg)
     multirun: Path | None = None

@@ -112,11 +112,16 @@ def _check_required(cfg: DictConfig, required: tuple[str, ...], entry: str) -> N
     """Hydra lets `~model` (or `~seed`) remove what every run builds from or reads; the run
     would fail only after its run dir was made."""
     for key in required:
-        if cfg.get(key) is None:
-            raise ConfigError(
-                f"{key} is missing (removed with ~{key}?): every research-{entry} run needs it; "
-                f"choose another with {key}=... instead (research-{entry} --help lists the "
+        if OmegaConf.select(cfg, key, default=None) is None:
+            how = (
+                f"set it with {key}=<value>"
+                if "." in key
+                else f"choose another with {key}=... instead (research-{entry} --help lists the "
                 "config groups and their options)"
+            )
+            raise ConfigError(
+                f"{key} is missing (removed with ~{key}?): every research-{entry} run needs "
+                f"it; {how}"
             )
 
 

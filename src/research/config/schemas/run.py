@@ -12,7 +12,7 @@ class TrainRun(Schema):
     """The top-level keys of train.yaml, the entry config of `research-train`."""
 
     targets = ("@train",)
-    required = ("data", "model", "loss", "optimizer", "trainer", "paths", "seed")
+    required = ("data", "model", "loss", "optimizer", "trainer", "paths.log_dir", "seed")
     task_name: str = "train"
     """Names the runs' folder (<log_dir>/<task_name>/runs/...), the job's log file and W&B job type
     (without a variant); not part of the run id."""
@@ -42,7 +42,7 @@ class EvalRun(Schema):
     """The top-level keys of eval.yaml: `research-eval` re-evaluates a finished run."""
 
     targets = ("@eval",)
-    required = ("paths", "run_dir")
+    required = ("paths.log_dir", "run_dir")
     task_name: str = "eval"
     """Names the evaluations' folder (<log_dir>/<task_name>/runs/...) and the job's log file."""
     run_dir: str = ""
