@@ -55,3 +55,25 @@ def test_without_scontrol_a_job_is_not_ending(monkeypatch, tmp_path):
     monkeypatch.setenv("SLURM_JOB_ID", "42")
     monkeypatch.setenv("PATH", str(tmp_path))  # no scontrol on it
     assert slurm.ending() is None
+
+
+def test_a_scontrol_killed_while_slurm_requeues_is_asked_again(monkeypatch, tmp_path):
+    """SLURM signals every process of a job it requeues, the `scontrol` the job just started
+    to ask about it included: that failed call is not an answer (seen in .ci/run: the job was
+    recorded failed, and its sweep with it)."""
+    calls = tmp_path / "calls"
+    scontrol = tmp_path / "scontrol"
+    scontrol.write_text(
+        "#!/bin/sh\n"
+        f'echo x >> "{calls}"\n'
+        f'[ "$(wc -l < "{calls}")" -gt 1 ] || kill -TERM $$\n'
+        f'echo "{_shown(Restarts="1")}"\n'
+    )
+    scontrol.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")  # this scontrol first
+    monkeypatch.setenv("SLURM_JOB_ID", "42")
+    monkeypatch.setenv("SLURM_ARRAY_JOB_ID", "41")
+    monkeypatch.setenv("SLURM_ARRAY_TASK_ID", "0")
+    monkeypatch.delenv("SLURM_RESTART_COUNT", raising=False)
+    assert slurm.ending(wait_s=5) == "requeued"
+    assert len(calls.read_text().splitlines()) == 2

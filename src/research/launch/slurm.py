@@ -46,7 +46,9 @@ def ending(wait_s: float = 0.0) -> str | None:
                 check=True,
             ).stdout
         except (OSError, subprocess.SubprocessError):
-            return None
+            # No answer yet: while SLURM requeues or cancels the job it signals every process
+            # of the job, the `scontrol` just started included. Ask again until the deadline.
+            shown = ""
         found = ending_from(shown, job, int(os.environ.get("SLURM_RESTART_COUNT") or 0))
         if found is not None or time.monotonic() >= deadline:
             return found
