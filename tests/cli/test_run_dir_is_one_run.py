@@ -152,22 +152,6 @@ def test_two_launches_into_one_run_dir_leave_one_consistent_run(workdir: Path):
     assert f"\nseed: {metrics(run)['seed']}\n" in f"\n{saved}"  # the config of the run trained
 
 
-@pytest.mark.slow
-def test_a_signal_before_the_run_starts_leaves_no_run_dir(workdir: Path):
-    run = workdir / "run"
-    proc = _start(workdir, [*QUIET, f"hydra.run.dir={run}"])
-    deadline = time.monotonic() + 120
-    while not (run / ".hydra" / "config.yaml").exists():  # Hydra wrote; the job imports torch
-        assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()
-        time.sleep(0.01)
-    assert not (run / ".research.json").exists()  # the run has not started
-    proc.send_signal(signal.SIGTERM)
-    _, stderr = proc.communicate(timeout=120)
-    assert proc.returncode == 128 + signal.SIGTERM, stderr[-2000:]
-    assert "research-train: interrupted by SIGTERM before the run started" in stderr
-    assert not run.exists()
-
-
 def test_a_full_disk_at_start_up_is_one_line_and_leaves_no_run_dir(workdir: Path, small_disk):
     _fill(small_disk, leave=0)
     for where in (f"hydra.run.dir={small_disk / 'run'}", f"paths.log_dir={small_disk / 'logs'}"):

@@ -15,6 +15,7 @@ import json
 import os
 import socket
 import sys
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO
@@ -51,8 +52,7 @@ class RunDirLock:
         try:
             fcntl.lockf(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
-            handle.seek(0)
-            holder = handle.read().strip() or "an unknown process"
+            holder = _written_holder(handle)
             handle.close()
             raise RunDirBusy(
                 f"run dir {self.path.parent} is in use by {_describe(holder)}; wait for it to "
@@ -108,6 +108,18 @@ def _holder() -> str:
             "command": " ".join(sys.argv),
         }
     )
+
+
+def _written_holder(handle: IO[str]) -> str:
+    """What the lock file says about its holder. A holder that took the lock a moment ago may
+    not have written it yet: wait for it briefly rather than name no one."""
+    for _ in range(50):
+        handle.seek(0)
+        holder = handle.read().strip()
+        if holder:
+            return holder
+        time.sleep(0.01)
+    return "an unknown process"
 
 
 def _describe(holder: str) -> str:
