@@ -1,7 +1,8 @@
 # Everything a newcomer needs, with only Python >= 3.10 installed (README.md):
 #   make train   set up what is missing, then train the default CNN on digits (ARGS="..." adds overrides)
 #   make test    set up what is missing, then run the quick tests
-#   make test-all  the whole suite, slow tests included (what .ci/run runs)
+#   make test-all  the whole suite, slow tests included (README's test command)
+#   make setup   only the set-up: .venv/ with PyTorch and the package
 #   make docs    the documentation site, into docs/site/
 
 PYTHON ?= python3
@@ -16,7 +17,7 @@ ARGS ?=
 BIN := $(VENV)/bin
 READY := $(VENV)/.ready
 
-.PHONY: train test test-all docs
+.PHONY: setup train test test-all docs
 
 $(READY): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +25,8 @@ $(READY): pyproject.toml
 	$(BIN)/python -m pip install --quiet $(TORCH)
 	$(BIN)/python -m pip install --quiet -e ".[all,dev]"
 	touch $@
+
+setup: $(READY)
 
 train: $(READY)
 	$(BIN)/research-train $(ARGS)

@@ -42,12 +42,13 @@ def test_type_one_error_over_all_looks_stays_below_alpha_where_a_retested_t_test
     x = _null()
     anytime = _ever_excludes(x, 0.0, first)
     naive = _naive_ever_rejects(x, first)
-    assert anytime <= ALPHA + SLACK, anytime
+    # What docs/pages/sweeps.md quotes: the sequence errs about 2%, re-testing about 17-19%.
+    assert anytime < 0.03, anytime
     # Each single t-test is right at its own n; re-testing after each seed is what breaks it:
-    # one look errs ~5%, nine looks about three times as often.
+    # one look errs ~5%, nine looks more than three times as often.
     single = _naive_ever_rejects(x[:, :first], first)
     assert abs(single - ALPHA) < SLACK, single
-    assert naive > 2 * ALPHA, naive
+    assert 0.15 < naive < 0.22, naive
 
 
 @pytest.mark.parametrize(("mean", "sd"), [(0.9, 0.01), (-3.0, 5.0)])
@@ -85,4 +86,4 @@ def test_decides_a_realistic_effect_within_ten_seeds():
     x = np.random.default_rng(3).normal(2.0, 1.0, size=(RUNS, SEEDS))
     low, high = confidence_sequence(x, ALPHA)
     assert np.isfinite(low[:, 2]).all()
-    assert (low > 0).any(axis=1).mean() > 0.8
+    assert (low > 0).any(axis=1).mean() > 0.9  # 96% with this seed

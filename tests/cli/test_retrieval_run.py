@@ -6,23 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.beir_files import write_beir
+from tests.helpers.beir_files import COLBERT_TINY, write_beir
 from tests.helpers.cli import metrics, run_cli, run_dirs
 
 # Short texts and two steps keep MiniLM fast; eval_corpus=full searches all 18 documents.
-TINY = [
-    "experiment=colbert_stdlib",
-    "data=beir",
-    "data.batch_size=4",
-    "data.eval_corpus=full",
-    "model.net.max_length_document=48",
-    "model.net.embedding_size=32",
-    "trainer.max_epochs=1",
-    "trainer.limit_train_batches=2",
-    "trainer.enable_progress_bar=false",
-    "trainer.enable_model_summary=false",
-    "logger=none",
-]
+TINY = [*COLBERT_TINY, "trainer.limit_train_batches=2"]
 METRICS = ("test/ndcg@10", "test/mrr@10", "test/recall@100")
 
 

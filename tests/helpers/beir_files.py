@@ -5,6 +5,21 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+# The smallest ColBERT run on the folder `write_beir` makes: short texts keep MiniLM fast, and
+# eval_corpus=full searches all its documents. Add `trainer.limit_train_batches=N`.
+COLBERT_TINY = [
+    "experiment=colbert_stdlib",
+    "data=beir",
+    "data.batch_size=4",
+    "data.eval_corpus=full",
+    "model.net.max_length_document=48",
+    "model.net.embedding_size=32",
+    "trainer.max_epochs=1",
+    "trainer.enable_progress_bar=false",
+    "trainer.enable_model_summary=false",
+    "logger=none",
+]
+
 # (topic words for the query, document text): each query's positive shares its topic.
 TOPICS = [
     ("sort a list of numbers", "def sort_numbers(values): return sorted(values)"),

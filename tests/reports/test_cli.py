@@ -113,7 +113,9 @@ def test_wandb_offline_logs_the_table(runs_folder: Path, tmp_path: Path, monkeyp
     rows = [dict(zip(cells["columns"], r, strict=True)) for r in cells["data"]]
     report = pd.read_csv(out / "report.csv", index_col="variant")
     metric = "final.test/acc"
-    for row in (r for r in rows if r["metric"] == metric):
+    picked = [r for r in rows if r["metric"] == metric]
+    assert len(picked) == len(report)  # one row per variant
+    for row in picked:
         expected = report.loc[row["variant"], [f"{metric} {k}" for k in ("n", "ci_low", "ci_high")]]
         got = [float("nan") if v is None else v for v in (row["n"], row["low"], row["high"])]
         assert got == pytest.approx(list(expected.astype(float)), nan_ok=True)

@@ -13,7 +13,7 @@ from scipy import stats as scipy_stats
 from research.reports import comparison_markdown, comparisons, summarize, to_markdown
 from research.reports.baseline import choose_baseline
 from research.reports.errors import ReportError
-from research.reports.stats import holm, mean_interval, paired_interval
+from research.reports.stats import holm, mean_interval
 
 SEEDS = range(5)
 
@@ -51,7 +51,6 @@ def test_mean_interval_is_students_t_with_its_n():
     # Equal values (also equal up to float round-off) have no spread to build an interval on.
     for flat in ([0.7, 0.7], [0.9556 - 0.9, 0.8556 - 0.8, 0.7556 - 0.7]):
         assert math.isnan(mean_interval(flat).low) and math.isnan(mean_interval(flat).high)
-    assert paired_interval([0.2, 0.5, 0.1]) == pytest.approx(mean_interval([0.2, 0.5, 0.1]))
 
 
 def test_holm_matches_the_step_down_rule():

@@ -12,7 +12,7 @@ from torch import nn
 from research.reports.per_query import compare_runs
 from research.retrieval.metrics import DEFAULT_METRICS
 from research.tasks.retrieval import RetrievalModule
-from tests.helpers.beir_files import SPLITS, write_beir
+from tests.helpers.beir_files import COLBERT_TINY, SPLITS, write_beir
 from tests.helpers.cli import metrics, run_cli, run_dirs
 
 QRELS = {"q1": {"d1": 1}, "q2": {"d2": 1}, "q3": {"d3": 1}}
@@ -55,19 +55,7 @@ def test_other_ranks_and_the_sanity_check_write_nothing(tmp_path, monkeypatch, r
 
 
 # The smallest ColBERT run on the tiny BEIR folder: one training step, one validation, one test.
-TINY = [
-    "experiment=colbert_stdlib",
-    "data=beir",
-    "data.batch_size=4",
-    "data.eval_corpus=full",
-    "model.net.max_length_document=48",
-    "model.net.embedding_size=32",
-    "trainer.max_epochs=1",
-    "trainer.limit_train_batches=1",
-    "trainer.enable_progress_bar=false",
-    "trainer.enable_model_summary=false",
-    "logger=none",
-]
+TINY = [*COLBERT_TINY, "trainer.limit_train_batches=1"]
 
 
 @pytest.mark.slow

@@ -14,7 +14,6 @@ Seeds are the ablation file's, then the next integers after its largest one. The
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -23,9 +22,10 @@ from typing import Any
 import numpy as np
 
 from research.ablation.sequential import PRIOR_PRECISION, confidence_sequence
-from research.ablation.spec import SEED_MAX
 from research.config.errors import ConfigError
+from research.config.schema import MAX_SEED
 from research.tracking.run_dir import METRICS_FILE, read_metrics
+from research.utils.atomic import write_json_atomic
 
 DECISIONS_FILE = "decisions.json"
 METHOD = (
@@ -75,8 +75,8 @@ def seed_sequence(seeds: list[int], max_seeds: int) -> list[int]:
             f"give at least {max(len(seeds), 2)}"
         )
     extra = [max(seeds) + i for i in range(1, max_seeds - len(seeds) + 1)]
-    if extra and extra[-1] > SEED_MAX:
-        raise ConfigError(f"the seeds would pass {SEED_MAX}; lower --max-seeds or the seeds")
+    if extra and extra[-1] > MAX_SEED:
+        raise ConfigError(f"the seeds would pass {MAX_SEED}; lower --max-seeds or the seeds")
     return [*seeds, *extra]
 
 
@@ -190,6 +190,5 @@ def write_decisions(
         "variants": [asdict(v) for v in verdicts],
     }
     path = folder / DECISIONS_FILE
-    folder.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(payload, indent=1) + "\n")
+    write_json_atomic(path, payload)  # a killed round leaves the previous decisions whole
     return path

@@ -15,6 +15,7 @@ from typing import Any
 
 from research.ablation.spec import variants
 from research.config.compose import check_command_line
+from research.config.names import quoted
 from research.tracking.identity import affects_result, run_id
 from research.tracking.run_dir import (
     CHECKPOINT_DIR,
@@ -78,7 +79,7 @@ def plan(
                 *extra,
                 f"seed={seed}",
                 f"variant={variant}",
-                f"group='{folder}'",
+                f"group={quoted(folder)}",
                 f"tags={tags}",
             ],
         )
@@ -101,7 +102,7 @@ def plan(
         unfinished = None if job.done else find_unfinished_run(log_root, job.run_id)
         if unfinished is not None:
             job.resume = unfinished / CHECKPOINT_DIR / "last.ckpt"
-            job.overrides.append(f"ckpt_path='{job.resume}'")
+            job.overrides.append(f"ckpt_path={quoted(job.resume)}")
     return jobs
 
 

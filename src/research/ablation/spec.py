@@ -25,10 +25,9 @@ from research.config.compose import group_options
 from research.config.errors import ConfigError, one_line
 from research.config.names import check_overrides, check_segment
 from research.config.paths import config_dir
+from research.config.schema import MAX_SEED
 
 KEYS = ("base", "variants", "axes", "seeds", "tags", "metrics", "baseline")
-# numpy's seeds (np.random.seed, default_rng) are unsigned 32-bit integers.
-SEED_MAX = 2**32 - 1
 
 
 def load_ablation(name: str) -> dict[str, Any]:
@@ -122,11 +121,11 @@ def _strings(path: Path, key: str, value: Any) -> list[str]:
 
 
 def _check_seeds(path: Path, seeds: Any) -> None:
-    valid = f"integers from 0 to {SEED_MAX}, each once"
+    valid = f"integers from 0 to {MAX_SEED}, each once"
     if not isinstance(seeds, list) or not seeds:
         raise ConfigError(f"{path}: seeds is {seeds!r}; give a list of {valid}, e.g. [0, 1, 2]")
     for seed in seeds:
-        if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= SEED_MAX:
+        if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
             raise ConfigError(f"{path}: seeds: {seed!r} is not a valid seed; give {valid}")
     repeated = sorted({s for s in seeds if seeds.count(s) > 1})
     if repeated:

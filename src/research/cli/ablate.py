@@ -40,7 +40,7 @@ from research.cli.app import run, train_task
 from research.cli.console import protect_console
 from research.config.compose import check_command_line
 from research.config.errors import ConfigError
-from research.config.names import check_overrides
+from research.config.names import check_overrides, quoted
 
 
 def _selected(names: list[str], chosen: str | None, what: str) -> list[str]:
@@ -71,8 +71,8 @@ def _launch(folder: Path, jobs: list[Job], launcher_args: list[str], command: st
         [
             "-m",
             "hydra/sweeper=list",
-            f"hydra.sweeper.jobs_file='{jobs_file}'",
-            f"hydra.sweep.dir='{sweep_dir}'",
+            f"hydra.sweeper.jobs_file={quoted(jobs_file)}",
+            f"hydra.sweep.dir={quoted(sweep_dir)}",
             "hydra.sweep.subdir=${hydra.job.num}_${variant}_s${seed}",
             *launcher_args,
         ],

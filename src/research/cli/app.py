@@ -18,10 +18,10 @@ from typing import Any
 
 from research import compat
 from research.cli.help import node_help, usage
-from research.cli.run_dirs import RunDirClaim, claim_attempt, claim_run_dir, explicit
+from research.cli.run_dirs import RunDirClaim, claim_attempt, claim_run_dir, given
 from research.config.compose import compose_all, hydra_node, planned_jobs
 from research.config.errors import ConfigError
-from research.config.names import check_overrides
+from research.config.names import check_overrides, quoted
 from research.config.paths import config_dir
 from research.config.validate import undeclared, validate
 from research.run.signals import Interrupted, signals_raise
@@ -101,7 +101,7 @@ def _modes(parsed: Any) -> list[str]:
         ("--info", parsed.info is not None),
         ("--shell-completion", parsed.shell_completion),
     )
-    return [name for name, given in flags if given]
+    return [name for name, on in flags if on]
 
 
 def _print_help(prog: str, config_name: str, args: list[str]) -> int:
@@ -199,8 +199,8 @@ def run(
                     _check_multirun(configs)
                     multirun = Path(str(hydra_cfg.sweep.dir))
                     planned = planned_jobs(hydra_cfg, parsed.overrides)
-                    if explicit(args, "hydra.sweep.dir") is None:
-                        args.append(f"hydra.sweep.dir='{multirun}'")
+                    if not given(args, "hydra.sweep.dir"):
+                        args.append(f"hydra.sweep.dir={quoted(multirun)}")
                 elif config_name == "train":
                     claim = claim_run_dir(args, configs[0], hydra_cfg)
         except (ConfigError, RunDirBusy) as err:

@@ -19,10 +19,9 @@ from research.config.names import quoted
 from research.tracking.run_lock import RunDirBusy, RunDirLock
 
 
-def explicit(args: list[str], key: str) -> str | None:
-    """The value of a `key=value` argument, unquoted; None when absent."""
-    found = [a.split("=", 1)[1] for a in args if a.startswith(f"{key}=")]
-    return found[-1].strip("'\"") if found else None
+def given(args: list[str], key: str) -> bool:
+    """Whether the command line sets `key` itself (`key=value`)."""
+    return any(a.startswith(f"{key}=") for a in args)
 
 
 def _is_rank_zero() -> bool:
@@ -46,8 +45,9 @@ def _single_run_dir(args: list[str], config: dict[str, Any], hydra: Any) -> tupl
     from research.tracking.run_dir import find_unfinished_run
 
     named = Path(str(hydra.run.dir)).expanduser().absolute()
-    if explicit(args, "hydra.run.dir") is not None or config.get("ckpt_path") != "last":
-        return named, explicit(args, "hydra.run.dir") is not None
+    pinned = given(args, "hydra.run.dir")
+    if pinned or config.get("ckpt_path") != "last":
+        return named, pinned
     log_dir = Path(config["paths"]["log_dir"])
     previous = find_unfinished_run(log_dir, run_id(config))
     if previous is None:

@@ -11,7 +11,7 @@ from torch.utils.data import DataLoader, Dataset
 
 from research.data.configs import LoaderConfig
 from research.data.samplers import EpochSeededSampler
-from research.data.workers import WorkerInit
+from research.data.workers import worker_init
 
 
 class SplitDataModule(L.LightningDataModule):
@@ -47,7 +47,7 @@ class SplitDataModule(L.LightningDataModule):
             pin_memory=self.pin_memory,
             persistent_workers=config.num_workers > 0,
             collate_fn=self.collate_fn,
-            worker_init_fn=WorkerInit(),
+            worker_init_fn=worker_init,
         )
 
     def train_dataloader(self) -> DataLoader:

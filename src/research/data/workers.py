@@ -10,46 +10,21 @@ them (Lightning's loops run in the main thread).
 
 from __future__ import annotations
 
-import ctypes
 import multiprocessing
 import os
-import signal
-import sys
-from collections.abc import Callable
 
-# linux/prctl.h
-PR_SET_PDEATHSIG = 1
+from research.utils.process import die_with
 
 
-def die_with_parent() -> None:
-    """Have this process killed when its parent dies (Linux; a no-op elsewhere)."""
-    if not sys.platform.startswith("linux"):
-        return
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
-        return  # the kernel refused: torch's watchdog still ends the worker between batches
+def worker_init(worker_id: int) -> None:
+    """A DataLoader's `worker_init_fn`: the worker dies with its parent, and is seeded as
+    Lightning seeds it after `seed_everything(..., workers=True)` (it sets PL_SEED_WORKERS):
+    Lightning adds its own seeding only to loaders without a `worker_init_fn`, which every
+    loader built here now has."""
     parent = multiprocessing.parent_process()
-    if parent is not None and os.getppid() != parent.pid:
-        # The parent died before the request was made, so no signal will come.
-        os.kill(os.getpid(), signal.SIGKILL)
+    if parent is not None and parent.pid is not None:
+        die_with(parent.pid)
+    if int(os.environ.get("PL_SEED_WORKERS", 0)):
+        from lightning.fabric.utilities.seed import pl_worker_init_function
 
-
-class WorkerInit:
-    """A DataLoader's `worker_init_fn`: the worker dies with its parent, then runs `then`.
-
-    Without `then`, the worker is seeded as Lightning seeds it after `seed_everything(...,
-    workers=True)` (it sets PL_SEED_WORKERS): Lightning adds its own seeding only to loaders that
-    have no `worker_init_fn`, which every loader built here now has.
-    """
-
-    def __init__(self, then: Callable[[int], None] | None = None) -> None:
-        self.then = then
-
-    def __call__(self, worker_id: int) -> None:
-        die_with_parent()
-        if self.then is not None:
-            self.then(worker_id)
-        elif int(os.environ.get("PL_SEED_WORKERS", 0)):
-            from lightning.fabric.utilities.seed import pl_worker_init_function
-
-            pl_worker_init_function(worker_id)
+        pl_worker_init_function(worker_id)

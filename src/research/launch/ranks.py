@@ -13,9 +13,7 @@ rank behind waiting for a rendezvous that will never come.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -25,11 +23,11 @@ from typing import Any
 
 from research import compat
 from research.config.names import quoted
+from research.utils.process import die_with
 
 # Set in a rank's environment: the pid of the job that started it.
 PARENT_ENV = "RESEARCH_RANK_PARENT"
 _RANK_VARS = ("MASTER_ADDR", "MASTER_PORT", "NODE_RANK", "LOCAL_RANK", "WORLD_SIZE")
-_PR_SET_PDEATHSIG = 1
 
 
 def _launches_ranks_itself(trainer: Any) -> bool:
@@ -123,15 +121,7 @@ def _leave_process_group() -> None:
 
 
 def die_with_parent() -> None:
-    """In a rank started by `node_ranks`: be killed when the job that started it dies.
-
-    The parent may have died before the request took effect, hence the second check.
-    """
+    """In a rank started by `node_ranks`: be killed when the job that started it dies."""
     parent = os.environ.get(PARENT_ENV)
-    if not parent:
-        return
-    if sys.platform.startswith("linux"):
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    if os.getppid() != int(parent):
-        os._exit(1)
+    if parent:
+        die_with(int(parent))

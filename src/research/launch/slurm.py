@@ -34,22 +34,22 @@ def ending(wait_s: float = 0.0) -> str | None:
     if job is None:
         return None
     deadline = time.monotonic() + wait_s
+    # By its array name: the first task of an array has the array's own id as its job id, and
+    # `scontrol show job <array id>` lists every task.
+    command = ["scontrol", "show", "job", "-o", display_id() or job]
+    attempt = int(os.environ.get("SLURM_RESTART_COUNT") or 0)
     while True:
         try:
-            # By its array name: the first task of an array has the array's own id as its job
-            # id, and `scontrol show job <array id>` lists every task.
+            # Never past the deadline: SLURM kills a stopped job after its KillWait.
+            limit = max(1.0, min(15.0, deadline - time.monotonic()))
             shown = subprocess.run(
-                ["scontrol", "show", "job", "-o", display_id() or job],
-                capture_output=True,
-                text=True,
-                timeout=15,
-                check=True,
+                command, capture_output=True, text=True, timeout=limit, check=True
             ).stdout
         except (OSError, subprocess.SubprocessError):
             # No answer yet: while SLURM requeues or cancels the job it signals every process
             # of the job, the `scontrol` just started included. Ask again until the deadline.
             shown = ""
-        found = ending_from(shown, job, int(os.environ.get("SLURM_RESTART_COUNT") or 0))
+        found = ending_from(shown, job, attempt)
         if found is not None or time.monotonic() >= deadline:
             return found
         time.sleep(0.5)

@@ -46,6 +46,7 @@ from research.reports.runs import (
 from research.reports.stats import METHOD
 from research.reports.tables import summarize, to_markdown
 from research.tracking.run_dir import GRAD_NORM_FILE
+from research.utils.atomic import replacing, write_atomic
 
 # Drawn per step when runs logged gradient norms (callbacks=grad_norm); diverged runs included,
 # since their gradients are what explains them.
@@ -248,7 +249,9 @@ def build_report(
     out_dir, runs, table, chosen = report.out_dir, report.runs, report.table, report.metrics
     out_dir.mkdir(parents=True, exist_ok=True)
     shown = runs if report.recorded else relative_run_dirs(runs, report.source)
-    shown.to_csv(out_dir / "runs.csv", index=False)
+    # A re-render from runs.csv writes over its own input: replace it whole or not at all.
+    with replacing(out_dir / "runs.csv", durable=False) as partial:
+        shown.to_csv(partial, index=False)
     table.to_csv(out_dir / "report.csv")
     plots = _curves(report, band, x)
     plots += [
@@ -258,7 +261,7 @@ def build_report(
     ]
     configs = {} if report.recorded else run_configs(runs)
     record = json.dumps(provenance(report, shown, configs), indent=2, ensure_ascii=False)
-    (out_dir / PROVENANCE_FILE).write_text(record + "\n")
+    write_atomic(out_dir / PROVENANCE_FILE, record + "\n", durable=False)
     papers = export.write(report, list(formats), out_dir)
     (out_dir / "report.md").write_text(_document(report, plots))
     written = ("report.md", "report.csv", "runs.csv", PROVENANCE_FILE)

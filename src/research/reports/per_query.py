@@ -7,7 +7,7 @@ evaluation writes its per-query scores (`per_query_<split>.json`, `research.retr
 here each query's score is averaged over a variant's runs (seeds) and over the baseline's, and
 the per-query differences d_q = variant - baseline are tested over the queries:
 
-- the interval is Student's t-interval of the mean of d_q (`stats.paired_interval`; Student,
+- the interval is Student's t-interval of the mean of d_q (`stats.mean_interval`; Student,
   Biometrika 6(1), 1908): with the hundreds of queries of a test set the mean is close to
   normal whatever the shape of d_q;
 - p is Fisher's randomization test in its paired form (Fisher, The Design of Experiments, 1935,
@@ -39,7 +39,7 @@ import pandas as pd
 
 from research.reports.errors import ReportError
 from research.reports.metrics import direction_by_name
-from research.reports.stats import ALPHA, CONFIDENCE, beyond_noise, holm, paired_interval
+from research.reports.stats import ALPHA, CONFIDENCE, beyond_noise, holm, mean_interval
 from research.reports.tables import decimals, signed
 from research.retrieval.metrics import PER_QUERY_FILE, read_per_query
 
@@ -108,7 +108,7 @@ def compare_scores(
     order): each query's score averaged over the runs, then the test over queries."""
     base, mine = np.atleast_2d(baseline).mean(axis=0), np.atleast_2d(other).mean(axis=0)
     scale = max(np.abs(base).max(initial=0.0), np.abs(mine).max(initial=0.0))
-    found = paired_interval(mine - base, CONFIDENCE, scale)
+    found = mean_interval(mine - base, CONFIDENCE, scale)
     return found.mean, found.low, found.high, randomization_p(mine - base, resamples, seed)
 
 

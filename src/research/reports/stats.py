@@ -157,22 +157,15 @@ def welch_test(x, y, confidence: float = CONFIDENCE) -> TTest:
     return linear_t([1, -1], [x.mean(), y.mean()], variances, [len(x), len(y)], confidence)
 
 
-def mean_interval(values, confidence: float = CONFIDENCE) -> Interval:
-    """The Student-t interval of the mean of `values` (non-finite ones dropped)."""
+def mean_interval(values, confidence: float = CONFIDENCE, scale=None) -> Interval:
+    """The Student-t interval of the mean of `values` (non-finite ones dropped). For paired
+    differences (variant - baseline per seed, or per test query) it is the paired interval:
+    pairing has removed what the two share. `scale` as in `t_test` (pass the compared values'
+    largest |value|)."""
     x = np.asarray(values, dtype=float)
     x = x[np.isfinite(x)]
-    found = t_test(x, confidence)
+    found = t_test(x, confidence, scale)
     return Interval(float(found.mean), float(found.low), float(found.high), len(x))
-
-
-def paired_interval(differences, confidence: float = CONFIDENCE, scale=None) -> Interval:
-    """The Student-t interval of a mean paired difference (e.g. variant - baseline per seed, or
-    per test query): the one-sample interval of the differences, pairing having removed what
-    the two share. `scale` as in `t_test` (pass the compared values' largest |value|)."""
-    d = np.asarray(differences, dtype=float)
-    d = d[np.isfinite(d)]
-    found = t_test(d, confidence, scale)
-    return Interval(float(found.mean), float(found.low), float(found.high), len(d))
 
 
 def beyond_noise(low, high, p_holm, alpha: float = ALPHA) -> np.ndarray:
