@@ -3,6 +3,7 @@ upgrade that changes one of them fails here, by name."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -116,3 +117,28 @@ def test_importing_compat_imports_none_of_the_libraries():
         "assert not {'hydra', 'optuna', 'lightning'} & set(sys.modules)"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def _rank_zero_answers() -> int:
+    import submitit
+
+    if submitit.JobEnvironment().global_rank != 0:
+        os._exit(9)  # this task dies, leaving no result, as with a node that failed
+    return 7
+
+
+@pytest.mark.slow  # submitit polls a local job's state every few seconds
+def test_submitit_first_task_results_survive_a_task_that_left_no_result(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    import submitit
+
+    # The tasks unpickle the function above: they must import this test module.
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).parents[1]))
+    executor = submitit.LocalExecutor(folder=tmp_path / "%j")
+    executor.update_parameters(tasks_per_node=2, nodes=1, timeout_min=2)
+    job = executor.submit(_rank_zero_answers)
+    with compat.submitit_first_task_results():
+        assert job.results() == [7]
+    with pytest.raises(submitit.core.utils.UncompletedJobError):
+        job.results()  # submitit's own reading: every task must have answered

@@ -8,6 +8,8 @@ this module imports none of the libraries: each is imported where it is used.
 from __future__ import annotations
 
 import argparse
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 
@@ -128,3 +130,26 @@ def optuna_grid_sampler(unvisited: Any, search_space: dict[str, Any], seed: int 
             """Nothing to stop: the sweeper ends the search once `is_exhausted(study)`."""
 
     return GridSampler(search_space, seed=seed)
+
+
+@contextlib.contextmanager
+def submitit_first_task_results() -> Iterator[None]:
+    """Within the block, `Job.results()` of a submitit job of several tasks waits for all of
+    them and returns the first task's result alone; submitit keeps a job's tasks in its private
+    `_sub_jobs` and raises for any task that left no result (one that died with its node)."""
+    from submitit.core.core import Job
+
+    stock = Job.results
+
+    def first_task(job: Any) -> list[Any]:
+        tasks = job._sub_jobs  # noqa: SLF001
+        if not tasks:
+            return stock(job)
+        job.wait()
+        return [tasks[0].result()]
+
+    Job.results = first_task  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        Job.results = stock  # type: ignore[method-assign]

@@ -17,6 +17,7 @@ from hydra_plugins.research_sweeper._study import (
     fail_abandoned,
     grid_done,
     open_study,
+    past_budget,
     search_sampler,
     trials_left,
 )
@@ -133,3 +134,15 @@ def test_beating_keeps_stamping_until_the_block_ends(tmp_path: Path):
     last = study.trials[0].user_attrs[ALIVE_ATTR]
     time.sleep(0.15)
     assert study.trials[0].user_attrs[ALIVE_ATTR] == last
+
+
+def test_workers_asking_for_the_last_trial_at_once_leave_it_to_the_first(tmp_path: Path):
+    storage = f"sqlite:///{tmp_path / 'db'}"
+    a, b = (_worker(storage, {"name": "random"}, PARAMS, seed=0) for _ in range(2))
+    for _ in range(2):
+        a.tell(a.ask(), 0.0)
+    # A budget of 3 with 2 counted: both workers see one trial left and ask for it.
+    assert trials_left(a, 3) == trials_left(b, 3) == 1
+    first, second = a.ask(), b.ask()
+    assert past_budget(b, [second.number], 3) == [second.number]
+    assert past_budget(a, [first.number], 3) == []

@@ -3,8 +3,9 @@
 A trial is RUNNING in the study both while another worker runs it and after its worker died
 without a word (SIGKILL, a lost node). Only the second may be failed and redrawn; failing the
 first would make its worker's `tell` raise. So a worker stamps the time on the trials it runs
-every `INTERVAL_S` seconds, and a RUNNING trial without a stamp (or start) in the last
-`GRACE_S` seconds is taken as abandoned. The stamps are user attributes of the trial, so any
+every `interval_for(grace_s)` seconds, and a RUNNING trial without a stamp (or start) in the
+last `grace_s` seconds (`hydra.sweeper.heartbeat_grace_s`, default `GRACE_S`) is taken as
+abandoned. The stamps are user attributes of the trial, so any
 Optuna storage carries them (Optuna's own heartbeat works only inside `Study.optimize`).
 """
 
@@ -19,6 +20,12 @@ from typing import Any
 ALIVE_ATTR = "research:alive"
 INTERVAL_S = 10.0
 GRACE_S = 60.0
+
+
+def interval_for(grace_s: float) -> float:
+    """How often a worker stamps its trials: several times within the grace, at most every
+    INTERVAL_S seconds (each stamp is a write to the study's storage)."""
+    return min(INTERVAL_S, grace_s / 4)
 
 
 def stamp(trial: Any) -> None:
@@ -50,9 +57,9 @@ def beating(trials: list[Any], interval_s: float = INTERVAL_S) -> Iterator[None]
         thread.join()
 
 
-def abandoned(trial: Any, now: float) -> bool:
-    """True for a RUNNING trial (frozen) that no worker has stamped for GRACE_S seconds."""
+def abandoned(trial: Any, now: float, grace_s: float = GRACE_S) -> bool:
+    """True for a RUNNING trial (frozen) that no worker has stamped for `grace_s` seconds."""
     last = trial.user_attrs.get(ALIVE_ATTR)
     if last is None and trial.datetime_start is not None:
         last = trial.datetime_start.timestamp()
-    return last is None or now - float(last) > GRACE_S
+    return last is None or now - float(last) > grace_s

@@ -40,10 +40,13 @@ def optuna_pruning(config: OptunaPruningConfig | None = None, **params: Any) -> 
     import optuna
     from optuna_integration import PyTorchLightningPruningCallback
 
+    from hydra_plugins.research_sweeper._storage import open_storage, real_url
     from hydra_plugins.research_sweeper._study import build_pruner
     from research import compat
 
     study = optuna.load_study(
-        study_name=sweeper.study_name, storage=sweeper.storage, pruner=build_pruner(pruner_cfg)
+        study_name=sweeper.study_name,
+        storage=open_storage(real_url(sweeper.storage)),
+        pruner=build_pruner(pruner_cfg),
     )
     return PyTorchLightningPruningCallback(compat.optuna_trial(study, int(trial)), monitor)

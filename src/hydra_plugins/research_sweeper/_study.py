@@ -1,10 +1,10 @@
 """An Optuna study as the search sweeper keeps it: its sampler and pruner from config, its identity
 (the config it searches around), and what parallel workers on it share.
 
-Several workers (the same command started N times on one storage) may run one study: the study is
-opened safely when they create it at once, each trial is sampled with a seed of its own
-(_seeding.py), a worker fails only the trials no worker is running any more (_heartbeat.py), and
-the trial budget counts the trials other workers are running.
+Several workers (`hydra.sweeper.n_workers`, or the same command started N times on one storage)
+may run one study: the study is opened safely when they create it at once, each trial is sampled
+with a seed of its own (_seeding.py), a worker fails only the trials no worker is running any more
+(_heartbeat.py), and the trial budget counts the trials other workers are running.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import Any
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import ChoiceSweep, IntervalSweep, RangeSweep
 
+from hydra_plugins.research_sweeper._heartbeat import GRACE_S
 from research import compat
 from research.config.errors import ConfigError
 
@@ -181,17 +182,33 @@ def check_identity(study: Any, config: dict[str, Any], where: str) -> None:
         )
 
 
-def counted_trials(study: Any) -> int:
-    """Trials that count towards n_trials: completed, pruned, or failed by their own run; not
-    those a signal or a crash of the sweep stopped (they are redrawn)."""
+def _counts(trial: Any) -> bool:
+    """Whether a finished trial counts towards n_trials: completed, pruned, or failed by its own
+    run; not one a signal or a crash of the sweep stopped (it is redrawn)."""
     import optuna
 
     states = optuna.trial.TrialState
-    return sum(
-        t.state in (states.COMPLETE, states.PRUNED)
-        or (t.state == states.FAIL and INTERRUPTED_ATTR not in t.user_attrs)
-        for t in study.get_trials(deepcopy=False)
+    return trial.state in (states.COMPLETE, states.PRUNED) or (
+        trial.state == states.FAIL and INTERRUPTED_ATTR not in trial.user_attrs
     )
+
+
+def counted_trials(study: Any) -> int:
+    """Trials that count towards n_trials."""
+    return sum(_counts(t) for t in study.get_trials(deepcopy=False))
+
+
+def past_budget(study: Any, numbers: list[int], n_trials: int) -> list[int]:
+    """Of the trials `numbers` just asked, those past the budget: workers that ask for the last
+    trials at the same moment each see them free, so each asked trial takes a slot in the order
+    of its number (unique, from the storage) and those after the `n_trials`-th give way."""
+    import optuna
+
+    running = optuna.trial.TrialState.RUNNING
+    holding = sorted(
+        t.number for t in study.get_trials(deepcopy=False) if t.state == running or _counts(t)
+    )
+    return [n for n in numbers if n in holding and holding.index(n) >= n_trials]
 
 
 def fail_interrupted(study: Any, numbers: list[int], why: str) -> None:
@@ -207,9 +224,9 @@ def fail_interrupted(study: Any, numbers: list[int], why: str) -> None:
             study.tell(trial.number, state=optuna.trial.TrialState.FAIL, skip_if_finished=True)
 
 
-def fail_abandoned(study: Any) -> None:
-    """Fail (uncounted) the RUNNING trials whose worker died without a word; leave those another
-    live worker is running."""
+def fail_abandoned(study: Any, grace_s: float = GRACE_S) -> None:
+    """Fail (uncounted) the RUNNING trials whose worker died without a word (no sign of life for
+    `grace_s` seconds); leave those another live worker is running."""
     import time
 
     import optuna
@@ -218,9 +235,11 @@ def fail_abandoned(study: Any) -> None:
 
     now = time.time()
     running = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,))
-    stale = [t.number for t in running if abandoned(t, now)]
+    stale = [t.number for t in running if abandoned(t, now, grace_s)]
     if stale:
-        fail_interrupted(study, stale, "left running by a stopped search")
+        fail_interrupted(
+            study, stale, f"left running by a search or worker silent for over {grace_s:g} s"
+        )
 
 
 def trials_left(study: Any, n_trials: int) -> int:
@@ -230,6 +249,15 @@ def trials_left(study: Any, n_trials: int) -> int:
 
     running = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,))
     return n_trials - counted_trials(study) - len(running)
+
+
+def search_done(study: Any, n_trials: int) -> bool:
+    """True when no worker has anything left to do: none is running (a running one may yet fail
+    and need redrawing), and `n_trials` count or a grid is done."""
+    import optuna
+
+    running = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,))
+    return not running and (counted_trials(study) >= n_trials or grid_done(study))
 
 
 def grid_done(study: Any) -> bool:

@@ -16,6 +16,7 @@ class LaunchingSweeper(Sweeper):
     config: DictConfig | None = None
     launcher: Launcher | None = None
     hydra_context: HydraContext | None = None
+    task_function: TaskFunction | None = None
 
     def setup(
         self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig
@@ -24,6 +25,7 @@ class LaunchingSweeper(Sweeper):
 
         self.config = config
         self.hydra_context = hydra_context
+        self.task_function = task_function  # for search workers in processes of their own
         self.launcher = Plugins.instance().instantiate_launcher(
             hydra_context=hydra_context, task_function=task_function, config=config
         )

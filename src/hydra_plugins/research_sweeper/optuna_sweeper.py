@@ -1,25 +1,33 @@
-"""A Hydra sweeper that lets Optuna (>= 3) choose each trial's overrides.
+"""A Hydra sweeper that lets Optuna (>= 4) choose each trial's overrides.
 
 hydra-optuna-sweeper 1.3 pins optuna < 3, and with optuna 2.10 and SQLAlchemy 2 its database
 storage fails, so an interrupted search could not resume. This sweeper asks a current Optuna
 for `n_jobs` trials at a time, hands them to the configured Hydra launcher (basic, submitit),
 and tells Optuna each job's return value: the best checkpoint's monitored metric, as returned by
-`research-train`. With a storage URL the study lives in a database; re-running the same command
-continues it up to `n_trials` finished trials; a trial a signal or a crash stopped is marked failed
-and does not count, so the rerun draws another in its place. A grid search ends with its grid.
+`research-train`. With a storage (_storage.py: a database or a journal file) re-running the same
+command continues the study up to `n_trials` finished trials; a trial a signal or a crash stopped
+is marked failed and does not count, so the rerun draws another in its place. A grid search ends
+with its grid.
+
+With `n_workers` > 1 the command starts that many worker processes (_workers.py), each pulling
+trials from the shared study and running them in-process until `n_trials` count; the command
+waits for them and reports the study once. A worker whose trials are all done waits while others
+still run theirs: one of them may die, and its trial (failed once its heartbeat is older than
+`heartbeat_grace_s`) be redrawn.
 
 Search spaces use Hydra's sweep syntax: `choice(a, b)`, `range(1, 8)`, `interval(0.0, 0.5)`,
 `tag(log, interval(1e-4, 1e-1))`. The sampler and pruner come from config (study.py); each trial
-is sampled with a seed of its own, so a resumed study and parallel workers on one study (the same
-command started N times) draw new trials; a study refuses a changed non-searched config. Each
-job gets `trial=<number>` (metrics.json, W&B config, run name); the job reports its `val/*`
-monitor per epoch to the study when a pruner is set. At the end the best trial is printed with its
-run dir and W&B id.
+is sampled with a seed of its own, so a resumed study and parallel workers on one study draw new
+trials; a study refuses a changed non-searched config. Each job gets `trial=<number>`
+(metrics.json, W&B config, run name); the job reports its `val/*` monitor per epoch to the study
+when a pruner is set. At the end the best trial is printed with its run dir and W&B id.
 """
 
 from __future__ import annotations
 
+import contextlib
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -27,15 +35,19 @@ from hydra.core.override_parser.types import ChoiceSweep, RangeSweep
 from hydra.core.utils import JobStatus
 from omegaconf import DictConfig, OmegaConf
 
-from hydra_plugins.research_sweeper._heartbeat import beating
+from hydra_plugins.research_sweeper._heartbeat import GRACE_S, beating, interval_for
+from hydra_plugins.research_sweeper._storage import keep_secret, open_storage, redact, shown
 from hydra_plugins.research_sweeper._study import (
     build_pruner,
     check_identity,
     check_search,
+    counted_trials,
     fail_abandoned,
     fail_interrupted,
     grid_done,
     open_study,
+    past_budget,
+    search_done,
     search_sampler,
     study_config,
     sweep_of,
@@ -43,6 +55,10 @@ from hydra_plugins.research_sweeper._study import (
 )
 from hydra_plugins.research_sweeper.base import LaunchingSweeper
 from research.config.errors import ConfigError
+
+# How often a worker with nothing to start looks at the study again: to end soon after the
+# search does, and to redraw a dead worker's trial.
+WAIT_S = 2.0
 
 
 def _suggest(trial: Any, name: str, spec: str) -> Any:
@@ -76,9 +92,12 @@ class OptunaStudySweeper(LaunchingSweeper):
         params: dict[str, str] | None = None,
         sampler: Any = None,
         pruner: Any = None,
+        n_workers: int = 1,
+        heartbeat_grace_s: float = GRACE_S,
     ) -> None:
         self.study_name, self.storage, self.direction = study_name, storage, direction
         self.n_trials, self.n_jobs, self.seed = n_trials, n_jobs, seed
+        self.n_workers, self.heartbeat_grace_s = n_workers, float(heartbeat_grace_s)
         self.params = dict(params or {})
         self.sampler_cfg, self.pruner_cfg = _plain(sampler), _plain(pruner)
 
@@ -86,16 +105,17 @@ class OptunaStudySweeper(LaunchingSweeper):
         """Create or load the study, check its config and give it this search's sampler."""
         from research.config.validate import resolve
 
-        if self.storage and self.storage.startswith("sqlite:///"):
-            Path(self.storage.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
         seed = self.sampler_cfg.get("seed")
         seed = self.seed if seed is None else seed
         study = open_study(
-            self.study_name, self.storage, self.direction, build_pruner(self.pruner_cfg)
+            self.study_name,
+            open_storage(self.storage),
+            self.direction,
+            build_pruner(self.pruner_cfg),
         )
         assert self.config is not None
         config = study_config(resolve(self.config), list(self.params))
-        check_identity(study, config, self.storage or "memory")
+        check_identity(study, config, shown(self.storage) if self.storage else "memory")
         study.sampler = search_sampler(self.sampler_cfg, self.params, seed)
         return study
 
@@ -104,46 +124,125 @@ class OptunaStudySweeper(LaunchingSweeper):
             self._search(arguments)
         except ConfigError as err:
             # One line and exit status 2, as for any config mistake; no job has run.
-            print(f"hparams_search: error: {err}", file=sys.stderr)
+            print(f"hparams_search: error: {redact(str(err), self.storage)}", file=sys.stderr)
             raise SystemExit(2) from None
         return None
+
+    def _check_workers(self) -> None:
+        """What `n_workers` and the heartbeat need, refused before anything is written."""
+        if not isinstance(self.n_workers, int) or self.n_workers < 1:
+            raise ConfigError(
+                f"hydra.sweeper.n_workers={self.n_workers}: give a whole number of workers, >= 1"
+            )
+        if not self.heartbeat_grace_s > 0:
+            raise ConfigError(
+                f"hydra.sweeper.heartbeat_grace_s={self.heartbeat_grace_s:g}: give the seconds "
+                "after which a silent worker's trial is failed and redrawn, > 0"
+            )
+        if self.n_workers == 1:
+            return
+        if not self.storage:
+            raise ConfigError(
+                f"hydra.sweeper.n_workers={self.n_workers} needs a storage every worker reaches, "
+                "not a study in memory (hydra.sweeper.storage=null); use sqlite:///<file>.db on "
+                "one machine, postgresql://... or journal://<file>.log across machines"
+            )
+        if self.n_jobs != 1:
+            raise ConfigError(
+                f"hydra.sweeper.n_jobs={self.n_jobs} with n_workers={self.n_workers}: each worker "
+                "runs one trial at a time; give the parallelism as n_workers"
+            )
+        from hydra_plugins.research_sweeper._workers import check_launcher
+
+        check_launcher(self.launcher)
 
     def _search(self, arguments: list[str]) -> None:
         assert self.launcher is not None
         check_search(self.sampler_cfg, self.pruner_cfg, self.params)
-        sweep_dir = self.prepare_sweep_dir()
+        self._check_workers()
         study = self._study()
-        job_index = 0
-        while (left := self._left(study)) > 0 and not grid_done(study):
-            trials = [study.ask() for _ in range(min(self.n_jobs, left))]
-            batch = [
-                [
-                    *arguments,
-                    *(f"{k}={_suggest(t, k, v)}" for k, v in self.params.items()),
-                    f"trial={t.number}",
-                ]
-                for t in trials
-            ]
-            self.validate_batch_is_legal(batch)
-            try:
-                with beating(trials):
-                    returns = self.launcher.launch(batch, initial_job_idx=job_index)
-            except KeyboardInterrupt as stop:  # research.interrupt.Interrupted: any signal
-                # Not a result of its parameters: failed, and not counted, so a rerun of the
-                # same command draws a new trial in its place.
-                fail_interrupted(
-                    study, [t.number for t in trials], f"interrupted by {stop or 'SIGINT'}"
-                )
-                raise
-            job_index += len(batch)
-            for trial, job in zip(trials, returns, strict=True):
-                self._tell(study, trial, job)
-        self._report_best(study, sweep_dir)
+        assert self.config is not None
+        keep_secret(self.config, self.storage)
+        sweep_dir = self.prepare_sweep_dir()
+        if self.n_workers == 1:
+            self._pull(study, arguments)
+            self._report_best(study, sweep_dir)
+            return
+        from hydra_plugins.research_sweeper._workers import run_workers
 
-    def _left(self, study: Any) -> int:
-        """Trials still to start, after failing those a dead worker left running."""
-        fail_abandoned(study)
-        return trials_left(study, self.n_trials)
+        logs = run_workers(self, study, arguments, sweep_dir)
+        self._report_best(study, sweep_dir)
+        if not search_done(study, self.n_trials):
+            # No job folder tells of a worker that never ran a trial: say it, and fail.
+            print(
+                f"hparams_search: error: every worker ended before the search did "
+                f"({counted_trials(study)} of {self.n_trials} trials count); see their logs in "
+                f"{logs} and run the same command again to continue the study",
+                file=sys.stderr,
+            )
+            raise SystemExit(1)
+
+    def work(self, arguments: list[str]) -> None:
+        """One worker of `n_workers` (a process of its own): pull trials until the study is
+        done; the command that started the workers reports it."""
+        assert self.config is not None
+        keep_secret(self.config, self.storage)
+        self._pull(self._study(), arguments)
+
+    def _pull(self, study: Any, arguments: list[str]) -> None:
+        """Run trials until `n_trials` count (or a grid is done) and none is running. While the
+        last ones run in other workers, wait: one of them may die, and its trial be redrawn
+        here."""
+        while True:
+            fail_abandoned(study, self.heartbeat_grace_s)
+            if search_done(study, self.n_trials):
+                return
+            left = trials_left(study, self.n_trials)
+            if left > 0 and not grid_done(study):
+                self._run(study, arguments, min(self.n_jobs, left))
+            else:
+                time.sleep(min(WAIT_S, interval_for(self.heartbeat_grace_s)))
+
+    def _run(self, study: Any, arguments: list[str], n: int) -> None:
+        """Ask for `n` trials, launch them, and tell the study how each ended. A job folder is
+        numbered by its trial, so workers sharing a sweep dir never share a folder."""
+        from hydra_plugins.research_sweeper._workers import WORKER_ATTR, this_worker
+
+        assert self.launcher is not None
+        trials = [study.ask() for _ in range(n)]
+        late = past_budget(study, [t.number for t in trials], self.n_trials)
+        if late:  # drawn nothing yet: withdrawn, and not counted
+            fail_interrupted(study, late, "withdrawn: other workers took the last trials")
+            trials = [t for t in trials if t.number not in late]
+            if not trials:
+                return
+        worker = this_worker()
+        for trial in trials:
+            trial.set_user_attr(WORKER_ATTR, worker)
+        batch = [
+            [
+                *arguments,
+                *(f"{k}={_suggest(t, k, v)}" for k, v in self.params.items()),
+                f"trial={t.number}",
+            ]
+            for t in trials
+        ]
+        self.validate_batch_is_legal(batch)
+        try:
+            with beating(trials, interval_for(self.heartbeat_grace_s)):
+                returns = self.launcher.launch(batch, initial_job_idx=trials[0].number)
+        except BaseException as stop:  # research.interrupt.Interrupted (any signal), an exit
+            # Not a result of its parameters: failed, and not counted, so a rerun of the
+            # same command (or another worker) draws a new trial in its place.
+            why = (
+                f"interrupted by {stop or 'SIGINT'}"
+                if isinstance(stop, KeyboardInterrupt)
+                else f"stopped by {type(stop).__name__}"
+            )
+            fail_interrupted(study, [t.number for t in trials], why)
+            raise
+        for trial, job in zip(trials, returns, strict=True):
+            self._tell(study, trial, job)
 
     def _tell(self, study: Any, trial: Any, job: Any) -> None:
         """Record a finished job in the study: its value, or pruned / failed."""
@@ -154,15 +253,18 @@ class OptunaStudySweeper(LaunchingSweeper):
         output_dir = OmegaConf.select(job.hydra_cfg or {}, "hydra.runtime.output_dir")
         run_dir = Path(output_dir) if output_dir else None
         if run_dir is not None:
-            trial.set_user_attr("run_dir", str(run_dir))
+            with contextlib.suppress(optuna.exceptions.UpdateFinishedTrialError):
+                trial.set_user_attr("run_dir", str(run_dir))
         status = (read_metrics(run_dir) or {}).get("status") if run_dir else None
         value = job.return_value if job.status == JobStatus.COMPLETED else None
+        # skip_if_finished: a worker stalled past the heartbeat grace may find its trial failed
+        # by another worker (and redrawn); its own result then stays out of the study.
         if status == "pruned":
-            study.tell(trial, state=optuna.trial.TrialState.PRUNED)
+            study.tell(trial, state=optuna.trial.TrialState.PRUNED, skip_if_finished=True)
         elif value is None:
-            study.tell(trial, state=optuna.trial.TrialState.FAIL)
+            study.tell(trial, state=optuna.trial.TrialState.FAIL, skip_if_finished=True)
         else:
-            study.tell(trial, float(value))
+            study.tell(trial, float(value), skip_if_finished=True)
 
     def _report_best(self, study: Any, sweep_dir: Path) -> None:
         """Print the best trial with its run dir and W&B id, and save it; without a completed
@@ -191,6 +293,8 @@ class OptunaStudySweeper(LaunchingSweeper):
         OmegaConf.save(
             OmegaConf.create(
                 {
+                    "study": study.study_name,
+                    "storage": shown(self.storage),
                     "best_trial": best.number,
                     "best_value": best.value,
                     "best_params": best.params,

@@ -7,6 +7,7 @@ should record a final status; a requeued one leaves that to its next attempt.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import time
@@ -53,6 +54,23 @@ def ending(wait_s: float = 0.0) -> str | None:
         if found is not None or time.monotonic() >= deadline:
             return found
         time.sleep(0.5)
+
+
+def keep_from_requeue() -> None:
+    """Tell SLURM this job's outcome is final: do not requeue it. A job whose run has recorded
+    its end (a failed rank, a cancel) would otherwise be started again by SLURM when one of its
+    nodes fails a moment later, and its sweep would wait for that node to come back. Best
+    effort: a job SLURM no longer knows has nothing to requeue."""
+    job = display_id()
+    if job is None:
+        return
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        subprocess.run(
+            ["scontrol", "update", f"JobId={job}", "Requeue=0"],
+            capture_output=True,
+            timeout=15,
+            check=False,
+        )
 
 
 def ending_from(shown: str, job: str, attempt: int) -> str | None:

@@ -21,6 +21,7 @@ from research.callbacks.checkpoint_state import ReanchorCheckpoints, RunIdentity
 from research.callbacks.divergence import DivergenceGuard
 from research.callbacks.epochs import EpochHistory, EpochSeed
 from research.callbacks.last_checkpoint import split_last
+from research.callbacks.placement import RankPlacement
 from research.launch.ranks import node_ranks
 from research.run.build import build_task
 from research.run.job import JobOutcome, run_job
@@ -150,6 +151,7 @@ def _fit(config: dict[str, Any], record: RunRecord, loggers: list[Logger]) -> An
     checkpoint = next((c for c in configured if isinstance(c, ModelCheckpoint)), None)
     own = [
         EpochSeed(config["seed"]),
+        RankPlacement(record.fields),
         DivergenceGuard(),
         RunIdentity(record.run_id, wandb_id, family),
         ReanchorCheckpoints(),

@@ -166,6 +166,7 @@ def run_job(prog: str, cfg: DictConfig, body: Body) -> JobOutcome:
         # Not an Exception: submitit writes no result, and waits for the next attempt.
         raise SystemExit(1)
     if is_zero:
+        slurm.keep_from_requeue()
         payload = record.payload(outcome.status, error)
         try:
             write_json_atomic(run_dir / METRICS_FILE, payload)
