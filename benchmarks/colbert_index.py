@@ -12,14 +12,24 @@ Printed per corpus size:
 - exact search, one query at a time, against a plain matmul of the same FLOPs (the query's
   [32, D] tokens times all [n_tokens, D] document tokens): interleaved A B A B over `--pairs`
   queries, median ratio with min-max. Target: <= 3x.
-- exact and PLAID query latency p50/p95 (one query per call), PLAID build time, bytes per token
-  held in memory against fp32 (4 x D) plus the fp16 tokens kept on disk for its exact re-rank,
-  and PLAID's recall@10 against exact search, for every combination of the search parameters
-  given (one index per nbits; defaults: PlaidConfig's, "auto" for centroids, candidates and
-  rerank, each row naming the sizes auto resolved to).
+- exact and PLAID query latency p50/p95 (one query per call), PLAID build time and the build's
+  peak RSS, bytes per token held in memory against fp32 (4 x D) plus the fp16 tokens kept on
+  disk for its exact re-rank, and PLAID's recall@10 against exact search, for every combination
+  of the search parameters given (one index per nbits; defaults: PlaidConfig's, "auto" for
+  centroids, candidates and rerank, each row naming the sizes auto resolved to).
+
+Each PLAID index is built in a process of its own, fed the corpus BLOCK documents at a time
+(the corpus is generated block by block there too) and saved; this process then loads it for
+the searches. So the build's peak RSS (the child's VmHWM, printed beside the child's RSS
+after its imports) is the index's own, apart from exact search's corpus held here.
+`--build-only` builds and saves only (no exact search, no queries) and prints, per size, build
+time and peak RSS, then a least-squares line of each against the number of documents over the
+sizes measured, evaluated at `--project` documents.
 
     python benchmarks/colbert_index.py [--sizes 10000 100000] [--nbits 2 4] [--centroids auto]
         [--probes 8 16] [--candidates auto 512 1024] [--rerank 0 64 auto]
+    python benchmarks/colbert_index.py --build-only --sizes 100000 300000 [--project 1000000]
+        [--out FOLDER]
 """
 
 from __future__ import annotations
@@ -28,25 +38,36 @@ import argparse
 import itertools
 import os
 import statistics
+import tempfile
 import time
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
+from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch
+from safetensors.torch import load_file, save_file
 from torch import Tensor
 from torch.nn import functional as F
 
-from research.data.codesearch import stdlib_functions
-from research.models.colbert import ColBERT
 from research.retrieval.configs import AUTO, PlaidConfig
 from research.retrieval.exact import ExactSearcher
 from research.retrieval.plaid import PlaidIndex
 
 K = 10
+# Documents generated and added to the index at a time.
+BLOCK = 10_000
+GB = 1e9
 
 
 def real_embeddings(n: int, queries: int) -> tuple[list[Tensor], list[Tensor]]:
     """`n` stdlib function sources encoded as documents, and `queries` of their summaries."""
+    # Imported here: the build's own process (spawned) needs neither, nor their memory.
+    from research.data.codesearch import stdlib_functions
+    from research.models.colbert import ColBERT
+
     functions = stdlib_functions()
     step = max(1, len(functions) // n)
     chosen = functions[::step][:n]
@@ -67,6 +88,95 @@ def synthetic(real: list[Tensor], n: int, generator: torch.Generator) -> list[Te
         noise = 0.03 * torch.randn(picked.shape, generator=generator)
         documents.append(F.normalize(picked + noise, dim=-1))
     return documents
+
+
+def corpus_blocks(real: list[Tensor], size: int) -> Iterator[tuple[list[str], list[Tensor]]]:
+    """The corpus of `size` documents, BLOCK at a time: the real ones, then synthetic ones from
+    one seeded generator, so every process and every size draws the same documents."""
+    generator = torch.Generator().manual_seed(0)
+    for start in range(0, size, BLOCK):
+        stop = min(start + BLOCK, size)
+        documents = real[start:stop]
+        documents += synthetic(real, stop - start - len(documents), generator)
+        yield [f"d{i}" for i in range(start, stop)], documents
+
+
+def peak_rss() -> int:
+    """This process's peak resident memory so far, in bytes: Linux's VmHWM. Not ru_maxrss,
+    which Linux carries over from the parent at fork and keeps across exec, so a child started
+    by a large parent would report the parent's size."""
+    status = Path("/proc/self/status").read_text()
+    return int(status.split("VmHWM:")[1].split()[0]) * 1024
+
+
+def build_index(real_file: Path, size: int, params: dict, folder: Path) -> dict:
+    """Run in a process of its own: build the PLAID index of the `size`-document corpus from
+    blocks and save it to `folder`; its timings and this process's RSS."""
+    import faiss  # noqa: F401 - loaded before the floor is read, as the build needs it
+
+    saved = load_file(real_file)
+    real = list(saved["tokens"].split(saved["lengths"].tolist()))
+    floor = peak_rss()
+    index, add_s, generate_start = PlaidIndex(**params), 0.0, time.perf_counter()
+    for ids, documents in corpus_blocks(real, size):
+        seconds, _ = timed(index.add, ids, documents)
+        add_s += seconds
+    generate_s = time.perf_counter() - generate_start - add_s
+    build_s, _ = timed(index.build)
+    save_s, _ = timed(index.save, folder)
+    return {
+        "tokens": index.num_tokens,
+        "resolved": index.resolved,
+        "add_s": add_s,
+        "build_s": build_s,
+        "generate_s": generate_s,
+        "save_s": save_s,
+        "floor": floor,
+        "peak": peak_rss(),
+        "on_disk": sum(file.stat().st_size for file in folder.iterdir()),
+    }
+
+
+def build_apart(real_file: Path, size: int, params: dict, folder: Path) -> dict:
+    """`build_index` in a fresh spawned process, so its peak RSS is the build's alone."""
+    with ProcessPoolExecutor(1, mp_context=get_context("spawn")) as pool:
+        return pool.submit(build_index, real_file, size, params, folder).result()
+
+
+def described(size: int, built: dict) -> str:
+    return (
+        f"{size} documents, {built['tokens']} tokens, {built['resolved']}: "
+        f"add {built['add_s']:.0f} s + build {built['build_s']:.0f} s "
+        f"(= {built['add_s'] + built['build_s']:.0f} s), save {built['save_s']:.0f} s; "
+        f"peak RSS {built['peak'] / GB:.2f} GB (process after imports and the real documents: "
+        f"{built['floor'] / GB:.2f} GB); saved {built['on_disk'] / GB:.2f} GB; "
+        f"corpus generation {built['generate_s']:.0f} s (not counted)"
+    )
+
+
+def projected(sizes: list[int], values: list[float], at: int) -> float:
+    """The least-squares line of `values` against `sizes`, evaluated at `at`."""
+    mean_size, mean_value = statistics.fmean(sizes), statistics.fmean(values)
+    slope = sum((s - mean_size) * (v - mean_value) for s, v in zip(sizes, values, strict=True))
+    slope /= sum((s - mean_size) ** 2 for s in sizes)
+    return mean_value + slope * (at - mean_size)
+
+
+def build_only(real_file: Path, args: argparse.Namespace, out: Path) -> None:
+    """Build and save one index per size, then project peak RSS and build time."""
+    params = {"centroids": args.centroids, "nbits": args.nbits[0], "rerank": args.rerank[0]}
+    sizes, peaks, seconds = sorted(args.sizes), [], []
+    for size in sizes:
+        built = build_apart(real_file, size, params, out / f"plaid-{size}")
+        print(described(size, built), flush=True)
+        peaks.append(built["peak"] / GB)
+        seconds.append(built["add_s"] + built["build_s"])
+    if len(set(sizes)) > 1:
+        print(
+            f"projected to {args.project} documents (least-squares line over {sizes}): "
+            f"peak RSS {projected(sizes, peaks, args.project):.2f} GB, "
+            f"build {projected(sizes, seconds, args.project):.0f} s"
+        )
 
 
 def percentiles(seconds: list[float]) -> str:
@@ -121,6 +231,9 @@ def main() -> None:
     sized = {"type": auto_or_int, "nargs": "+"}
     parser.add_argument("--candidates", **sized, default=[PlaidConfig.candidates])
     parser.add_argument("--rerank", **sized, default=[PlaidConfig.rerank])
+    parser.add_argument("--build-only", action="store_true", help="build, save, print memory")
+    parser.add_argument("--project", type=int, default=1_000_000, help="with --build-only")
+    parser.add_argument("--out", type=Path, help="where indexes are saved (default: temporary)")
     args = parser.parse_args()
 
     start = time.perf_counter()
@@ -129,12 +242,30 @@ def main() -> None:
         f"encoded {len(real)} real documents and {len(queries)} queries in "
         f"{time.perf_counter() - start:.0f} s; torch threads {torch.get_num_threads()}"
     )
-    generator = torch.Generator().manual_seed(0)
-    documents = list(real)
+    with tempfile.TemporaryDirectory() as temporary:
+        out = args.out or Path(temporary)
+        out.mkdir(parents=True, exist_ok=True)
+        real_file = out / "real.safetensors"
+        lengths = torch.tensor([len(document) for document in real])
+        save_file({"tokens": torch.cat(real), "lengths": lengths}, real_file)
+        if args.build_only:
+            build_only(real_file, args, out)
+        else:
+            search(real, queries, real_file, args, out)
+
+
+def search(
+    real: list[Tensor],
+    queries: list[Tensor],
+    real_file: Path,
+    args: argparse.Namespace,
+    out: Path,
+) -> None:
+    """Exact search and every PLAID setting asked, per size; then the table."""
     rows = []
     for size in sorted(args.sizes):
-        documents += synthetic(real, size - len(documents), generator)
         ids = [f"d{i}" for i in range(size)]
+        documents = [d for _, block in corpus_blocks(real, size) for d in block]
         exact = ExactSearcher()
         exact.add(ids, documents)
         n_tokens = exact.num_tokens
@@ -159,8 +290,11 @@ def main() -> None:
         for nbits in args.nbits:
             # Keep the fp16 re-rank tokens unless every setting asked re-ranks nothing.
             keep = AUTO if any(rerank != 0 for rerank in args.rerank) else 0
-            index = PlaidIndex(centroids=args.centroids, nbits=nbits, rerank=keep)
-            build_s, _ = timed(index.add, ids, documents)
+            params = {"centroids": args.centroids, "nbits": nbits, "rerank": keep}
+            folder = out / f"plaid-{size}-{nbits}"
+            built = build_apart(real_file, size, params, folder)
+            print(described(size, built), flush=True)
+            index = PlaidIndex.load(folder)
             stored = index.bytes_per_token
             for probes, candidates, rerank in itertools.product(
                 args.probes, args.candidates, args.rerank
@@ -176,7 +310,8 @@ def main() -> None:
                         f"plaid nbits={nbits} centroids={shown(args.centroids, used['centroids'])}"
                         f" probes={probes} candidates={shown(candidates, used['candidates'])} "
                         f"rerank={shown(rerank, used['rerank'])}",
-                        f"{build_s:.0f} s",
+                        f"{built['add_s'] + built['build_s']:.0f} s, peak RSS "
+                        f"{built['peak'] / GB:.1f} GB",
                         f"{stored}{on_disk} ({fp32 / stored:.1f}x smaller in memory)",
                         percentiles([s for s, _ in runs]),
                         f"{recall([r[0] for _, r in runs], truth):.3f}",

@@ -1,14 +1,21 @@
-"""Framework overhead: `research-train` vs a plain PyTorch loop on the same CNN, data and batches.
+"""Framework overhead: `research-train` vs bare Lightning vs a plain PyTorch loop, on the same CNN,
+data and batches.
 
-Both train the default CNN on digits with Adam and validate after every epoch; steps/s is taken
-over epochs 2..N (the first epoch pays one-off costs in both). `research-train` runs with its
-default W&B offline logging, checkpoints, history and metrics. Prints steps/s of each and the
-ratio (target: >= 0.95).
+All three train the CNN on digits with Adam and validate after every epoch; steps/s is taken over
+epochs 2..N (the first epoch pays one-off costs in all). `research-train` runs with its default
+W&B offline logging, checkpoints, history and metrics; bare Lightning is a minimal
+LightningModule with no logger, checkpoint or progress bar. The three run interleaved (plain,
+Lightning, research-train) in every round, so a change in the machine's load hits all of them.
+Prints steps/s of each and the ratios to the plain loop, median (min-max) over the rounds
+(target: research-train's ratio at least bare Lightning's, and >= 0.95 where a step takes
+>= 20 ms).
 
-    python benchmarks/overhead.py [--batch-sizes 32 256] [--repeats 5]
+    python benchmarks/overhead.py [--settings 32 256 256-wide] [--repeats 5]
 
 Small batches make a step cost a few milliseconds on a CPU, so Lightning's fixed per-step work
-(hooks, closures, logging bookkeeping) shows; larger batches show the steady-state ratio.
+(hooks, closures, logging bookkeeping) shows; `256-wide` (twice the channels and hidden units,
+about 4x the work of a step) is meant to cost >= 20 ms a step (printed as the plain loop's
+ms/step), the steady state of a real model.
 """
 
 from __future__ import annotations
@@ -22,8 +29,11 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+import lightning as L
 import torch
 from torch import nn
 
@@ -33,14 +43,27 @@ from research.models.cnn import CNN
 TRAIN_SIZE = 1437  # digits' train split at the default val/test fractions
 TIMED_STEPS = 300
 CNN_ARGS = {"channels": [32, 64], "kernel_sizes": [3, 3], "hidden_sizes": [128], "dropout": 0.2}
+WIDE_ARGS = {**CNN_ARGS, "channels": [64, 128], "hidden_sizes": [256]}
+# name -> (batch size, CNN arguments)
+SETTINGS: dict[str, tuple[int, dict[str, Any]]] = {
+    "32": (32, CNN_ARGS),
+    "256": (256, CNN_ARGS),
+    "256-wide": (256, WIDE_ARGS),
+}
 
 
-def plain_loop(epochs: int, batch_size: int) -> float:
+def _rate(marks: list[tuple[float, int]]) -> float:
+    """Steps/s between the first and the last epoch-end mark (time, global step)."""
+    (t0, s0), (t1, s1) = marks[0], marks[-1]
+    return (s1 - s0) / (t1 - t0)
+
+
+def plain_loop(epochs: int, batch_size: int, cnn: dict[str, Any]) -> float:
     """Steps/s of a hand-written loop over epochs 2..N."""
     torch.manual_seed(0)
     data = DigitsDataModule(batch_size=batch_size, seed=0)
     data.setup()
-    model = CNN(**CNN_ARGS)
+    model = CNN(**cnn)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
     loss_fn = nn.CrossEntropyLoss()
     train, val = data.train_dataloader(), data.val_dataloader()
@@ -60,11 +83,51 @@ def plain_loop(epochs: int, batch_size: int) -> float:
             correct = sum((model(x).argmax(1) == y).sum().item() for x, y in val)
         assert correct >= 0
         marks.append((time.perf_counter(), steps))
-    (t0, s0), (t1, s1) = marks[0], marks[-1]
-    return (s1 - s0) / (t1 - t0)
+    return _rate(marks)
 
 
-def framework(epochs: int, batch_size: int) -> float:
+class _Bare(L.LightningModule):
+    """The least a Lightning user writes: the CNN, cross-entropy, Adam, validation accuracy."""
+
+    def __init__(self, cnn: dict[str, Any]) -> None:
+        super().__init__()
+        self.net = CNN(**cnn)
+        self.loss_fn = nn.CrossEntropyLoss()
+        self.marks: list[tuple[float, int]] = []
+
+    def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
+        x, y = batch
+        return self.loss_fn(self.net(x), y)
+
+    def validation_step(self, batch: Any, batch_idx: int) -> None:
+        x, y = batch
+        self.log("val/acc", (self.net(x).argmax(1) == y).float().mean())
+
+    def on_train_epoch_end(self) -> None:  # after the epoch's validation, as in the others
+        self.marks.append((time.perf_counter(), self.trainer.global_step))
+
+    def configure_optimizers(self) -> torch.optim.Optimizer:
+        return torch.optim.Adam(self.parameters(), lr=1e-3)
+
+
+def bare_lightning(epochs: int, batch_size: int, cnn: dict[str, Any]) -> float:
+    """Steps/s of a minimal LightningModule under a plain Trainer over epochs 2..N."""
+    torch.manual_seed(0)
+    module = _Bare(cnn)
+    trainer = L.Trainer(
+        accelerator="cpu",
+        devices=1,
+        max_epochs=epochs,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+    )
+    trainer.fit(module, datamodule=DigitsDataModule(batch_size=batch_size, seed=0))
+    return _rate(module.marks)
+
+
+def framework(epochs: int, batch_size: int, cnn: dict[str, Any]) -> float:
     """Steps/s of `research-train` over epochs 2..N, from its own history.jsonl timestamps."""
     with tempfile.TemporaryDirectory() as tmp:
         env = {**os.environ, "WANDB_SILENT": "true", "RESEARCH_ROOT": tmp}
@@ -72,40 +135,54 @@ def framework(epochs: int, batch_size: int) -> float:
             str(Path(sys.executable).parent / "research-train"),
             f"trainer.max_epochs={epochs}",
             f"data.batch_size={batch_size}",
+            *(f"model.net.{k}={json.dumps(v).replace(' ', '')}" for k, v in cnn.items()),
             "trainer.enable_progress_bar=false",
             "test=false",
         ]
         subprocess.run(cmd, cwd=tmp, env=env, check=True, capture_output=True)
         (history,) = Path(tmp).glob("logs/train/runs/*/history.jsonl")
         rows = [json.loads(line) for line in history.read_text().splitlines()]
-    first, last = rows[0], rows[-1]
-    return (last["step"] - first["step"]) / (last["time_s"] - first["time_s"])
+    return _rate([(row["time_s"], row["step"]) for row in rows])
+
+
+CONTENDERS: dict[str, Callable[[int, int, dict[str, Any]], float]] = {
+    "plain loop": plain_loop,
+    "bare Lightning": bare_lightning,
+    "research-train": framework,
+}
+
+
+def _spread(values: list[float], fmt: str) -> str:
+    return f"{statistics.median(values):{fmt}} ({min(values):{fmt}}-{max(values):{fmt}})"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--batch-sizes", type=int, nargs="+", default=[32, 256])
+    parser.add_argument("--settings", nargs="+", choices=list(SETTINGS), default=list(SETTINGS))
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--timed-steps", type=int, default=TIMED_STEPS)
     args = parser.parse_args()
     print(
-        f"torch threads: {torch.get_num_threads()}; {args.repeats} interleaved pairs "
-        "(plain loop, research-train) per batch size"
+        f"torch threads: {torch.get_num_threads()}; {args.repeats} interleaved rounds "
+        f"({', '.join(CONTENDERS)}) per setting; steps/s and ratio to the plain loop as "
+        "median (min-max)"
     )
-    for batch_size in args.batch_sizes:
-        steps_per_epoch = math.ceil(TRAIN_SIZE / batch_size)
-        epochs = 1 + math.ceil(TIMED_STEPS / steps_per_epoch)
-        pairs = [
-            (plain_loop(epochs, batch_size), framework(epochs, batch_size))
+    for name in args.settings:
+        batch_size, cnn = SETTINGS[name]
+        epochs = 1 + math.ceil(args.timed_steps / math.ceil(TRAIN_SIZE / batch_size))
+        rounds = [
+            {who: run(epochs, batch_size, cnn) for who, run in CONTENDERS.items()}
             for _ in range(args.repeats)
         ]
-        ratios = [ours / plain for plain, ours in pairs]
-        p = statistics.median(plain for plain, _ in pairs)
-        f = statistics.median(ours for _, ours in pairs)
+        plain = [r["plain loop"] for r in rounds]
         print(
-            f"batch {batch_size:4d} ({epochs} epochs): plain loop {p:7.1f} steps/s, "
-            f"research-train {f:7.1f} steps/s (medians); ratio median "
-            f"{statistics.median(ratios):.3f} (min {min(ratios):.3f}, max {max(ratios):.3f})"
+            f"{name} (batch {batch_size}, {epochs} epochs): plain loop "
+            f"{_spread(plain, '.1f')} steps/s = {1000 / statistics.median(plain):.1f} ms/step"
         )
+        for who in list(CONTENDERS)[1:]:
+            rates = [r[who] for r in rounds]
+            ratios = [r[who] / r["plain loop"] for r in rounds]
+            print(f"  {who:15s} {_spread(rates, '.1f')} steps/s, ratio {_spread(ratios, '.3f')}")
 
 
 if __name__ == "__main__":

@@ -142,3 +142,11 @@ def test_submitit_first_task_results_survive_a_task_that_left_no_result(
         assert job.results() == [7]
     with pytest.raises(submitit.core.utils.UncompletedJobError):
         job.results()  # submitit's own reading: every task must have answered
+
+
+def test_inductor_cpp_compilers_follow_inductors_setting():
+    from torch._inductor import config
+
+    with config.patch({"cpp.cxx": (None, "my-g++")}):
+        assert compat.inductor_cpp_compilers() == ["my-g++"]
+    assert compat.inductor_cpp_compilers()  # g++ or $CXX here

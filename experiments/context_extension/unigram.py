@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import sys
 
+import numpy as np
 import torch
 from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
@@ -22,9 +23,10 @@ from research.config.resolvers import register_resolvers
 
 def unigram(data) -> dict[str, float]:  # noqa: ANN001 - a LanguageModelDataModule
     data.setup()
-    counts = torch.bincount(data.streams()["train"].long(), minlength=data.config.vocab_size)
+    train = data.streams()["train"][:]  # memory-mapped
+    counts = torch.from_numpy(np.bincount(train, minlength=data.config.vocab_size))
     log_probs = torch.log((counts + 1.0) / (counts.sum() + len(counts)))
-    targets = data.splits["test"][0].tensors[0][:, 1:].flatten()
+    targets = torch.stack(list(data.splits["test"][0]))[:, 1:].flatten()
     loss = -log_probs[targets].mean().item()
     bits = loss / math.log(2) / data.bytes_per_token["test"]
     return {"tokens": len(targets), "loss": loss, "ppl": math.exp(loss), "bpb": bits}

@@ -153,3 +153,13 @@ def submitit_first_task_results() -> Iterator[None]:
         yield
     finally:
         Job.results = stock  # type: ignore[method-assign]
+
+
+def inductor_cpp_compilers() -> list[str]:
+    """The C++ compilers torch.compile's inductor tries, in order, for CPU kernels ($CXX, else
+    g++; clang++ on macOS): `torch._inductor.config.cpp.cxx` has no public accessor. Its None
+    entry (a conda download, only with TORCH_INDUCTOR_INSTALL_GXX set) is left out."""
+    from torch._inductor import config
+
+    candidates = config.cpp.cxx if isinstance(config.cpp.cxx, (list, tuple)) else [config.cpp.cxx]
+    return [str(c) for c in candidates if c is not None]

@@ -16,23 +16,25 @@ from tests.helpers.cli import FAST, run_cli, run_dirs
 
 class _Probe(L.Callback):
     """At the start of every epoch after the first, and at the end of training: the epoch that
-    `last.ckpt` holds and the epoch of the history's last row."""
+    `last.ckpt` holds and the epoch of the history's last row. Checkpoints are written on a
+    thread, so it first waits for the writes already asked for."""
 
     def __init__(self, run_dir: Path) -> None:
         self.run_dir = run_dir
         self.seen: list[tuple[int, int]] = []
 
-    def _look(self) -> None:
+    def _look(self, trainer: L.Trainer) -> None:
+        trainer.strategy.checkpoint_io.wait()
         last = read_checkpoint(self.run_dir / "checkpoints" / "last.ckpt")
         lines = (self.run_dir / "history.jsonl").read_text().splitlines()
         self.seen.append((last["epoch"], json.loads(lines[-1])["epoch"]))
 
     def on_train_epoch_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         if trainer.current_epoch > 0:
-            self._look()
+            self._look(trainer)
 
     def on_fit_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        self._look()
+        self._look(trainer)
 
 
 @pytest.mark.parametrize("mid_epoch", [False, True])

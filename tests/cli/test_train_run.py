@@ -102,6 +102,23 @@ def test_diverging_run_stops_with_status_diverged(workdir: Path):
     assert "research-train: diverged: " in done.stderr
 
 
+@pytest.mark.slow  # a W&B run started and its service stopped: over the 3 s of a quick test
+def test_a_job_whose_data_fails_to_build_has_a_wandb_run_marked_failed(workdir: Path):
+    # W&B starts while the data is built; the failed job still waits for its run and ends it.
+    impossible = ["data.max_depth=1", "data.max_args=2", "data.min_len=60", "data.max_len=64"]
+    done = run_cli(
+        "research-train", *FAST, "experiment=transformer_listops", *impossible, cwd=workdir
+    )
+    assert done.returncode == 1
+    wandb_written()
+    (run,) = run_dirs(workdir)
+    m = metrics(run)
+    assert m["status"] == "failed" and "no ListOps expression has 60..64 tokens" in m["error"]
+    logged = read_offline_run(run)
+    assert (logged.run_id, logged.exit_code) == (m["wandb"]["run_id"], 1)
+    assert logged.summary["status"] == "failed" and logged.config["run_id"] == m["run_id"]
+
+
 def test_csv_logger_writes_metrics_into_the_run_dir(workdir: Path):
     done = run_cli("research-train", *FAST, "logger=csv", cwd=workdir)
     assert done.returncode == 0, done.stderr[-2000:]

@@ -122,6 +122,9 @@ def test_monitor_mode_beats_the_name_and_unknown_gets_no_bold():
         ("final.test/bpb@512", "min"),
         ("final.test/top1_error", "min"),
         ("final.lr-Adam", None),
+        ("final.throughput/samples_per_s", "max"),
+        ("final.throughput/mfu", "max"),
+        ("final.throughput/flops_per_step", None),
     ],
 )
 def test_direction_by_name(metric: str, way: str | None):

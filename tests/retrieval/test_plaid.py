@@ -4,6 +4,9 @@ re-rank), pickle-free folders with memory-mapped re-rank tokens."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -14,7 +17,14 @@ from torch import Tensor
 from research.config.errors import ConfigError
 from research.retrieval.configs import check_search
 from research.retrieval.exact import ExactSearcher
-from research.retrieval.plaid import PlaidIndex, memory_mapped, pack, unpack
+from research.retrieval.plaid import (
+    STORED,
+    PlaidIndex,
+    memory_mapped,
+    pack,
+    sample_rows,
+    unpack,
+)
 from research.retrieval.searchers import load_searcher
 from tests.helpers.token_corpora import clustered as clustered_corpus
 from tests.helpers.token_corpora import normalise
@@ -60,6 +70,7 @@ def test_adding_in_parts_reuses_the_centroids_and_finds_the_later_documents(clus
     ids, documents, query_list, sources = clustered
     index = PlaidIndex(centroids=64)
     index.add(ids[:1000], documents[:1000])
+    index.build()
     centroids = index._centroids.clone()
     index.add(ids[1000:], documents[1000:])
     assert torch.equal(index._centroids, centroids) and len(index) == len(ids)
@@ -67,6 +78,77 @@ def test_adding_in_parts_reuses_the_centroids_and_finds_the_later_documents(clus
         (q, s) for q, s in zip(query_list, sources, strict=True) if int(s.split("-")[1]) >= 1000
     ]
     assert later and [index.search([q], k=1)[0][0][0] for q, _ in later] == [s for _, s in later]
+
+
+def test_a_build_from_blocks_equals_a_build_from_one_add(clustered, tmp_path):
+    ids, documents, query_list, _ = clustered
+    whole = PlaidIndex(centroids=64)
+    whole.add(ids, documents)
+    blocks = PlaidIndex(centroids=64)
+    for start in range(0, len(ids), 200):
+        blocks.add(ids[start : start + 200], documents[start : start + 200])
+    assert blocks._centroids is None and not len(blocks._codes)  # add only writes tokens
+    blocks.build()
+    whole.build()
+    for name in (*STORED, "rerank_tokens"):
+        assert torch.equal(getattr(blocks, f"_{name}"), getattr(whole, f"_{name}")), name
+    blocks.save(tmp_path / "plaid")
+    assert loads_the_same(whole, tmp_path / "plaid", query_list)
+
+
+def test_sampled_rows_are_distinct_and_as_many_as_asked():
+    generator = torch.Generator().manual_seed(0)
+    assert torch.equal(sample_rows(5, 9, generator), torch.arange(5))
+    for n in (40, 10_000):  # drawn from a permutation, and drawn with replacement then deduplicated
+        rows = sample_rows(n, 30, generator)
+        assert len(rows) == len(rows.unique()) == 30 and not torch.equal(rows, rows.sort().values)
+        assert int(rows.min()) >= 0 and int(rows.max()) < n
+
+
+# The child reads its peak RSS from VmHWM: ru_maxrss would include pytest's own, carried over at
+# fork.
+BUILD_IN_BLOCKS = """
+import pathlib, torch
+from torch.nn import functional as F
+from research.retrieval.plaid import PlaidIndex
+
+generator = torch.Generator().manual_seed(0)
+directions = F.normalize(torch.randn(512, {dim}, generator=generator), dim=1)
+warm = PlaidIndex(centroids=2)  # load faiss and torch's kernels before measuring
+warm.add(["w"], [directions[:16]])
+warm.build()
+def peak():
+    return int(pathlib.Path("/proc/self/status").read_text().split("VmHWM:")[1].split()[0])
+before = peak()
+index = PlaidIndex(centroids=64, memory_budget_mb={budget_mb})
+for b in range({blocks}):
+    picked = directions[torch.randint(512, ({block},), generator=generator)]
+    noise = 0.05 * torch.randn({block}, {dim}, generator=generator)
+    tokens = F.normalize(picked + noise, dim=1)
+    index.add([f"{{b}}-{{i}}" for i in range({block} // 20)], list(tokens.split(20)))
+index.build()
+grown = peak() - before
+print(grown * 1024, index.num_tokens, index.bytes_per_token)
+"""
+
+
+@pytest.mark.slow
+def test_peak_memory_of_a_build_in_blocks_is_bounded_by_the_block_not_the_corpus():
+    dim, block, blocks, budget_mb = 128, 20_000, 25, 16
+    script = BUILD_IN_BLOCKS.format(dim=dim, block=block, blocks=blocks, budget_mb=budget_mb)
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
+    grown, n_tokens, bytes_per_token = (int(x) for x in done.stdout.split())
+    # The codes, a few copies of one block as it is generated and added, one encode block.
+    bound = n_tokens * bytes_per_token + 8 * block * dim * 4 + budget_mb * 2**20
+    all_tokens_fp32 = n_tokens * dim * 4
+    assert n_tokens == block * blocks and bound < all_tokens_fp32 / 2
+    assert grown < bound, (grown, bound)
 
 
 def test_save_and_load_round_trip_without_pickle(clustered, tmp_path):

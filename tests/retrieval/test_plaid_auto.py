@@ -33,6 +33,7 @@ def built(corpus, **params) -> PlaidIndex:
     ids, documents, _, _ = corpus
     index = PlaidIndex(**params)
     index.add(ids, documents)
+    index.build()
     return index
 
 

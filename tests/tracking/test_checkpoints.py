@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from research.tracking.checkpoints import (
+    AsyncAtomicCheckpointIO,
     AtomicCheckpointIO,
     CheckpointError,
     CheckpointWriteError,
@@ -84,3 +85,50 @@ def test_a_write_killed_midway_leaves_a_temporary_that_only_it_removes(tmp_path:
     assert remove_leftovers(path.parent) == [leftover]
     assert sorted(p.name for p in path.parent.iterdir()) == sorted([*users, "last.ckpt"])
     assert torch.equal(read_checkpoint(path)["state_dict"]["w"], torch.arange(4.0))
+
+
+def test_an_async_write_happens_after_save_returns_and_holds_the_weights_of_that_moment(
+    tmp_path: Path,
+):
+    writer, path = AsyncAtomicCheckpointIO(), tmp_path / "last.ckpt"
+    checkpoint = _checkpoint(4_000_000)
+    writer.save_checkpoint(checkpoint, path)
+    assert not path.exists()  # 16 MB still being serialized on the writer thread
+    checkpoint["state_dict"]["w"].add_(1)  # the optimizer's in-place step, right after
+    assert torch.equal(writer.load_checkpoint(path)["state_dict"]["w"][:3], torch.arange(3.0))
+    writer.teardown()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["last.ckpt"]
+
+
+def test_a_removal_waits_for_the_write_it_follows(tmp_path: Path):
+    writer, path = AsyncAtomicCheckpointIO(), tmp_path / "epoch=1.ckpt"
+    writer.save_checkpoint(_checkpoint(1_000_000), path)
+    writer.remove_checkpoint(path)
+    writer.teardown()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_failed_async_write_is_one_line_at_the_next_save_or_at_teardown(tmp_path: Path):
+    (tmp_path / "taken").write_text("a file where the checkpoint folder should be")
+    bad, good = tmp_path / "taken" / "last.ckpt", tmp_path / "ok" / "last.ckpt"
+    writer = AsyncAtomicCheckpointIO(max_pending=1)
+    writer.save_checkpoint(_checkpoint(), bad)
+    with pytest.raises(CheckpointWriteError, match=f"while writing {bad}$") as err:
+        writer.save_checkpoint(_checkpoint(), good)
+    assert "\n" not in str(err.value)
+    writer.save_checkpoint(_checkpoint(), bad)
+    with pytest.raises(CheckpointWriteError, match=f"while writing {bad}$"):
+        writer.teardown()
+    writer.teardown()  # raised once: a second teardown (Lightning's, after the error) is quiet
+    assert not good.exists()
+
+
+def test_an_async_write_keeps_tied_weights_one_tensor(tmp_path: Path):
+    shared = torch.randn(1000, 64)
+    checkpoint = {"state_dict": {"embed.weight": shared, "head.weight": shared.detach()}}
+    writer, path = AsyncAtomicCheckpointIO(), tmp_path / "last.ckpt"
+    writer.save_checkpoint(checkpoint, path)
+    writer.teardown()
+    saved = read_checkpoint(path)["state_dict"]
+    assert saved["embed.weight"].data_ptr() == saved["head.weight"].data_ptr()
+    assert path.stat().st_size < shared.numel() * 4 * 1.5  # one copy on disk, not two

@@ -33,3 +33,16 @@ class GradNormConfig(Schema):
     """The p of the p-norm; .inf for the largest absolute entry."""
     params: list[str] | None = None
     """Glob patterns on parameter names (e.g. ["*linear2.weight"]); null logs every parameter."""
+
+
+@dataclass
+class ThroughputConfig(Schema):
+    """Throughput and MFU of training (research.callbacks.throughput.ThroughputLog)."""
+
+    targets = ("research.callbacks.throughput.ThroughputLog",)
+    peak_flops: float | None = spec(None, gt=0.0)
+    """Peak FLOP/s of one device, for MFU; null: Lightning's table for the GPU in use at the
+    trainer's precision (none on CPU or an unknown GPU, and then no MFU is logged)."""
+    count_flops: bool = True
+    """Count the FLOPs of the first training batch (forward, loss, backward) with torch's
+    FlopCounterMode; false logs no FLOPs and no MFU."""

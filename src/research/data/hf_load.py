@@ -7,15 +7,25 @@ from typing import Any
 
 
 def load_hf_dataset(
-    name: str, subset: str | None, data_files: Any, data_dir: str, columns: dict[str, str]
+    name: str,
+    subset: str | None,
+    data_files: Any,
+    data_dir: str,
+    columns: dict[str, str],
+    streaming: bool = False,
 ) -> Any:
     """The DatasetDict of a hub dataset (with network) or a builder over local files, checked to
-    have `columns` (config key -> column name) in its train split."""
+    have `columns` (config key -> column name) in its train split. `streaming` reads the rows as
+    they are iterated (an IterableDatasetDict) instead of converting them to Arrow first."""
     import datasets
 
     try:
         loaded = datasets.load_dataset(
-            name, subset, data_files=data_files, cache_dir=str(Path(data_dir) / "hf")
+            name,
+            subset,
+            data_files=data_files,
+            cache_dir=str(Path(data_dir) / "hf"),
+            streaming=streaming,
         )
     except Exception as err:  # noqa: BLE001 - hub, network and file errors alike
         reason = str(err).strip().splitlines()[0][:160] if str(err).strip() else ""
@@ -23,10 +33,11 @@ def load_hf_dataset(
             f"data.name={name!r} could not be loaded ({type(err).__name__}: {reason}); "
             "without network use a builder such as data.name=json with data.data_files"
         ) from None
+    known = loaded["train"].column_names  # None when a stream does not say its columns
     for key, column in columns.items():
-        if column not in loaded["train"].column_names:
+        if known is not None and column not in known:
             raise ValueError(
                 f"data.{key}={column!r} is not a column of {name!r}; its columns are: "
-                + ", ".join(loaded["train"].column_names)
+                + ", ".join(known)
             )
     return loaded

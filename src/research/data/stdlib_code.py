@@ -11,6 +11,8 @@ from __future__ import annotations
 import functools
 import platform
 import sysconfig
+from collections.abc import Iterator
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -20,19 +22,21 @@ from research.data.stdlib_text import split_of
 
 
 @functools.cache
-def stdlib_files() -> tuple[tuple[str, str], ...]:
-    """(path relative to the stdlib, source) of every readable stdlib `.py` file, by path."""
+def stdlib_paths() -> tuple[tuple[str, Path], ...]:
+    """(path relative to the stdlib, full path) of every stdlib `.py` file, by path."""
     root = Path(sysconfig.get_paths()["stdlib"])
-    found = []
-    for path in sorted(root.rglob("*.py")):
-        relative = path.relative_to(root)
-        if "site-packages" in relative.parts:
-            continue
+    found = ((path.relative_to(root), path) for path in sorted(root.rglob("*.py")))
+    return tuple((rel.as_posix(), path) for rel, path in found if "site-packages" not in rel.parts)
+
+
+def stdlib_files() -> Iterator[tuple[str, str]]:
+    """(path relative to the stdlib, source) of every readable stdlib `.py` file, by path, each
+    read when reached (the corpus is never all in memory)."""
+    for relative, path in stdlib_paths():
         try:
-            found.append((relative.as_posix(), path.read_text(encoding="utf-8")))
+            yield relative, path.read_text(encoding="utf-8")
         except (UnicodeDecodeError, OSError):
             continue
-    return tuple(found)
 
 
 class StdlibCodeDataModule(LanguageModelDataModule):
@@ -45,11 +49,8 @@ class StdlibCodeDataModule(LanguageModelDataModule):
     def source_facts(self) -> list[Any]:
         return [platform.python_version(), self.config.max_files]
 
-    def documents(self) -> dict[str, list[str]]:
-        files = stdlib_files()[: self.config.max_files]
-        split: dict[str, list[str]] = {"train": [], "val": [], "test": []}
-        for path, source in files:
-            split[split_of(path, self.config.val_fraction, self.config.test_fraction)].append(
-                source
-            )
-        return split
+    def texts(self, split: str) -> Iterator[str]:
+        config = self.config
+        for path, source in islice(stdlib_files(), config.max_files):
+            if split_of(path, config.val_fraction, config.test_fraction) == split:
+                yield source

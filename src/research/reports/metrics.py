@@ -1,9 +1,9 @@
 """Which metrics a report shows, and which way each one is better.
 
 A direction comes from, in order: the user's explicit choice, the runs' own checkpoint mode for
-the monitored metric, then the metric's name (`acc`, `ndcg`, ... higher; `loss`, `ppl`,
-`bpb` (bits per byte), ... lower). A metric none of these decide gets no bold cell rather
-than a guessed one.
+the monitored metric, then the metric's name (`acc`, `ndcg`, `mfu`, rates `*_per_s` ... higher;
+`loss`, `ppl`, `bpb` (bits per byte), ... lower). A metric none of these decide gets no bold
+cell rather than a guessed one.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from research.reports.errors import ReportError
 
 DIRECTIONS = ("max", "min")
 _HIGHER = {"acc", "accuracy", "ndcg", "mrr", "recall", "f1", "precision", "map", "auc", "auroc"}
+_HIGHER |= {"mfu"}  # model FLOPs utilization
 _LOWER = {"loss", "perplexity", "ppl", "bpb", "error", "err", "mse", "mae", "rmse", "wer", "cer"}
 _PARTS = ("final.", "best.")
 
@@ -50,7 +51,7 @@ def direction_by_name(metric: str) -> str | None:
     words = {w for part in re.split(r"[^a-z0-9]+", leaf) for w in (part, part.rstrip("0123456789"))}
     if words & _LOWER:
         return "min"
-    return "max" if words & _HIGHER else None
+    return "max" if words & _HIGHER or leaf.endswith("_per_s") else None
 
 
 def _monitor_modes(runs: pd.DataFrame) -> dict[str, str]:

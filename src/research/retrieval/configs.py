@@ -55,16 +55,18 @@ class PlaidConfig(ExactSearchConfig):
     decompresses the best `candidates` and ranks them with MaxSim, then re-ranks the best
     `rerank` of those exactly on fp16 tokens the index keeps (2 x D bytes per token, memory-mapped
     on load; 0: keep no tokens and return the decompressed ranking). Building costs about
-    n_tokens x centroids x D multiply-adds (the assignment).
+    n_tokens x centroids x D multiply-adds (the assignment); it encodes the documents in blocks
+    whose working memory is about `memory_budget_mb`, so its memory beyond the compact codes
+    does not grow with the corpus.
 
     `centroids`, `candidates` and `rerank` are "auto" by default: sized from the corpus as
-    research.retrieval.plaid_auto says (centroids from the tokens of the first `add`,
+    research.retrieval.plaid_auto says (centroids from the tokens added before the first build,
     candidates and rerank from the documents at search time: 1024 / 2048 / 64 at 10k documents,
     4096 / 8192 / 256 at 100k); an integer wins."""
 
     targets = ("research.retrieval.plaid.PlaidIndex",)
     centroids: int | Literal["auto"] = AUTO
-    """k-means centroids, learnt from the first add; "auto": sized from that add's tokens."""
+    """k-means centroids, learnt by the first build; "auto": sized from the tokens added."""
     nbits: int = spec(2, choices=[1, 2, 4, 8])
     """Bits per residual dimension: more give a closer approximation and a larger index."""
     probes: int = spec(16, ge=1)
@@ -76,6 +78,9 @@ class PlaidConfig(ExactSearchConfig):
     return the decompressed ranking. "auto": sized from the documents held."""
     kmeans_iterations: int = spec(10, ge=1)
     """k-means iterations when learning the centroids."""
+    kmeans_points_per_centroid: int = spec(64, ge=1, id_if_changed=True)
+    """Tokens sampled per centroid, from every token added, to train the k-means and the
+    residual buckets (64: 262k tokens for 4096 centroids); the rest are only assigned."""
     seed: int = spec(0, ge=0, le=MAX_SEED)
     """Seeds the k-means (its token sample and initialisation) and the residual sample."""
 

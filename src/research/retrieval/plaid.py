@@ -18,8 +18,15 @@ and 11th best documents differ by ~0.1% of the score at 10k documents) are below
 error: decompressed ranking alone reached recall@10 0.70 (nbits=2) and 0.87 (nbits=4) against
 exact search even given exact search's own top 100 as candidates (docs/pages/benchmarks.md).
 `centroids`, `candidates` and `rerank` default to "auto", sized from the corpus by plaid_auto.py
-(centroids when the first `add` builds the index, the others at search time); `resolved` says
-what ran, and the manifest keeps it.
+(centroids when the first `build` trains, the others at search time); `resolved` says what ran,
+and the manifest keeps it.
+
+The build's memory does not grow with the corpus beyond the compact codes: `add` (which may be
+called once per block of documents) only writes the documents' tokens in fp16 to a temporary
+file (token_file.py); `build` (run by `search` and `save` when documents are pending) trains the
+k-means on a sample of `kmeans_points_per_centroid` tokens per centroid read from that file,
+then reads it back block by block to assign, encode and pack, each block's working memory within
+`memory_budget_mb`. The file is the fp16 re-rank tokens, written to the saved folder in chunks.
 k-means is faiss's (`faiss.Kmeans`, a maintained library installed from wheels beside torch:
 fast-plaid pins torch 2.11). Saved as safetensors + a JSON manifest, never a pickle.
 """
@@ -34,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file
 from torch import Tensor
 from torch.nn import functional as F
 
@@ -42,25 +49,29 @@ from research.retrieval.configs import AUTO, PlaidConfig
 from research.retrieval.exact import ExactSearcher, Results, gather_ranges, require_file, require_k
 from research.retrieval.maxsim import maxsim_flat, segment_max
 from research.retrieval.plaid_auto import auto_candidates, auto_centroids, auto_rerank
+from research.retrieval.token_file import TokenFile, write_safetensors
 
 log = logging.getLogger(__name__)
 
 INDEX = "index.safetensors"
 # The fp16 tokens stage 5 re-ranks with (written unless `rerank` is 0).
 TOKENS = "tokens.safetensors"
-# k-means trains on at most this many sampled tokens per centroid (faiss's own cap is 256).
-SAMPLE_PER_CENTROID = 64
 # Candidates decompressed and scored at once (~2.5k tokens, ~1 MB: cache-sized; 2.5x faster
 # than decompressing 1024 candidates at once here).
 DECOMPRESS_BLOCK = 64
-# Tokens assigned to their centroid per matmul while building.
-ASSIGN_BLOCK = 65536
+# Bytes per token and dimension while a block is encoded, besides its centroid similarities:
+# fp16 as read, fp32, the residual, int64 buckets, the packed codes.
+ENCODE_BYTES_PER_DIM = 20
+# Residual values the bucket cutoffs and medians are the quantiles of (64 MB in fp32).
+RESIDUAL_VALUES = 2**24
 STORED = ("centroids", "codes", "token_centroids", "offsets", "cutoffs", "weights")
 
 
 class PlaidIndex(ExactSearcher):
-    """Compressed token index; it keeps codes, never the fp32 tokens. The centroids and bucket
-    cutoffs are learnt from the first `add`; later adds are encoded with them."""
+    """Compressed token index; it keeps codes, never the fp32 tokens. `add` documents (all at
+    once or block by block), then `build` (or search or save, which build first): the first
+    build learns the centroids and bucket cutoffs from a sample of every token added; later
+    builds encode the documents added since with them."""
 
     kind = "plaid"
     config: PlaidConfig
@@ -77,6 +88,9 @@ class PlaidIndex(ExactSearcher):
         self._cell_offsets = torch.zeros(1, dtype=torch.long)  # centroid -> its documents (CSR)
         self._cell_documents = torch.empty(0, dtype=torch.int32)
         self._rerank_tokens: Tensor | None = None  # [T, D] fp16, kept unless config.rerank is 0
+        # The added tokens in fp16 on disk: all of them while kept for the re-rank, else only
+        # those not yet encoded (None when none are).
+        self._token_file: TokenFile | None = None
         self._logged: dict[str, int | None] = {}  # the sizes last logged, to log each change once
 
     @property
@@ -92,7 +106,7 @@ class PlaidIndex(ExactSearcher):
     @property
     def resolved(self) -> dict[str, int | None]:
         """The centroids, candidates and rerank this index uses: "auto" resolved for its size
-        now (centroids fixed by the first `add`, None before it; candidates and rerank from the
+        now (centroids fixed by the first `build`, None before it; candidates and rerank from the
         documents it holds, so they grow as documents are added). Saved in the manifest."""
         return {
             "centroids": None if self._centroids is None else len(self._centroids),
@@ -110,35 +124,48 @@ class PlaidIndex(ExactSearcher):
         )
 
     def add(self, document_ids: list[str], embeddings: list[Tensor]) -> None:
+        """Record documents and write their tokens to the index's fp16 file; the next `build`
+        encodes them. Adding a corpus in blocks holds one block's tokens in memory at a time."""
+        if embeddings and self._dim is None:
+            require_whole_bytes(embeddings[0].shape[-1], self.config.nbits)
         tokens = self._append(document_ids, embeddings)
-        if tokens is None:
+        if tokens is not None:
+            self._pending_file().append(tokens)
+
+    def build(self) -> None:
+        """Encode the documents added since the last build, a block at a time: on the first
+        build, learn the centroids and bucket cutoffs from a sample of their tokens first."""
+        encoded, total = len(self._token_centroids), self.num_tokens
+        if encoded == total:
             return
-        if self.config.rerank:
-            half = tokens.half()
-            self._rerank_tokens = (
-                half if self._rerank_tokens is None else torch.cat([self._rerank_tokens, half])
-            )
-        tokens = tokens.float()
+        keep = self._keeps_tokens()
+        file = self._pending_file()
+        first = encoded if keep else 0  # the file row of the first token to encode
         if self._centroids is None:
-            self._train(tokens)
-        assigned = self._assign(tokens)
-        # In blocks: bucketize returns int64, 8 bytes per dimension of every token at once.
-        codes = torch.cat(
-            [
-                self._encode(
-                    tokens[start : start + ASSIGN_BLOCK], assigned[start : start + ASSIGN_BLOCK]
-                )
-                for start in range(0, len(tokens), ASSIGN_BLOCK)
-            ]
-        )
-        self._codes = torch.cat([self._codes, codes]) if len(self._codes) else codes
-        self._token_centroids = torch.cat([self._token_centroids, assigned.int()])
+            self._train(file, total)
+        codes = torch.empty(total, self._dim * self.config.nbits // 8, dtype=torch.uint8)
+        assigned = torch.empty(total, dtype=torch.int32)
+        if encoded:
+            codes[:encoded], assigned[:encoded] = self._codes, self._token_centroids
+        row = encoded
+        for block in file.blocks(first, first + total - encoded, self._block_rows()):
+            tokens = block.float()
+            nearest = self._assign(tokens)
+            codes[row : row + len(block)] = self._encode(tokens, nearest)
+            assigned[row : row + len(block)] = nearest.int()
+            row += len(block)
+        self._codes, self._token_centroids = codes, assigned
+        if keep:
+            self._rerank_tokens = file.mapped()
+        else:
+            self._token_file = None  # closing it deletes it
         self._build_cells()
 
     def search(self, queries: list[Tensor], k: int = 10) -> list[Results]:
         """The `k` best (document id, MaxSim score) pairs per query, best first: scores on the
         fp16 tokens when `rerank` > 0, else on the decompressed tokens."""
         k = require_k(self.kind, k)
+        self.build()
         if not queries or self._centroids is None:
             return [[] for _ in queries]
         self._log_resolved()
@@ -146,11 +173,13 @@ class PlaidIndex(ExactSearcher):
 
     def save(self, path: str | Path) -> None:
         """`path`/index.safetensors (centroids, codes, bucket tables, offsets) + the manifest."""
+        self.build()
         folder = self._folder_to_save(path)
-        tensors = {name: getattr(self, f"_{name}").contiguous() for name in STORED}
-        save_file(tensors, folder / INDEX)
+        write_safetensors(folder / INDEX, {name: getattr(self, f"_{name}") for name in STORED})
         if self._rerank_tokens is not None:
-            save_file({"tokens": self._rerank_tokens.contiguous()}, folder / TOKENS)
+            # From the file when the build wrote one: its pages never become resident.
+            kept = self._rerank_tokens if self._token_file is None else self._token_file
+            write_safetensors(folder / TOKENS, {"tokens": kept})
         self._write_manifest(folder, resolved=self.resolved)
 
     @classmethod
@@ -179,34 +208,54 @@ class PlaidIndex(ExactSearcher):
         index._build_cells()
         return index
 
-    def _train(self, tokens: Tensor) -> None:
-        """k-means centroids on a token sample, then the residual buckets from the sample."""
+    def _pending_file(self) -> TokenFile:
+        """The fp16 token file, created on first use; a loaded index that keeps its re-rank
+        tokens copies them in first, so that the file holds all of them."""
+        if self._token_file is None:
+            self._token_file = TokenFile(self._dim)
+            if self._rerank_tokens is not None:
+                for block in self._rerank_tokens.split(self._block_rows()):
+                    self._token_file.append(block)
+        return self._token_file
+
+    def _keeps_tokens(self) -> bool:
+        """Whether the fp16 tokens are kept for the re-rank: decided by `rerank` when the first
+        build runs, unchanged after it."""
+        encoded = len(self._token_centroids) > 0
+        return self._rerank_tokens is not None if encoded else self.config.rerank != 0
+
+    def _block_rows(self) -> int:
+        """Tokens encoded per block: a block's centroid similarities and working copies take
+        about `memory_budget_mb` (at least one token)."""
+        n_centroids = 1 if self._centroids is None else len(self._centroids)
+        per_token = 4 * n_centroids + ENCODE_BYTES_PER_DIM * self._dim
+        return max(1, int(self.config.memory_budget_mb * 2**20) // per_token)
+
+    def _train(self, file: TokenFile, n_tokens: int) -> None:
+        """k-means centroids on a sample of the file's tokens (sized from all `n_tokens`
+        added), then the residual buckets from the sample."""
         import faiss
 
-        dim, nbits = tokens.shape[1], self.config.nbits
-        if dim * nbits % 8:
-            raise ValueError(
-                f"plaid index needs embedding size x nbits to fill whole bytes, got D={dim} "
-                f"and nbits={nbits}; choose nbits from 1, 2, 4, 8 with D a multiple of 8"
-            )
         generator = torch.Generator().manual_seed(self.config.seed)
-        n_centroids = min(self._sized("centroids", auto_centroids, len(tokens)), len(tokens))
-        sample = tokens[torch.randperm(len(tokens), generator=generator)]
-        sample = sample[: n_centroids * SAMPLE_PER_CENTROID].contiguous()
+        n_centroids = min(self._sized("centroids", auto_centroids, n_tokens), n_tokens)
+        per_centroid = self.config.kmeans_points_per_centroid
+        rows = sample_rows(n_tokens, n_centroids * per_centroid, generator)
+        sample = file.gather(rows, self._block_rows()).float()
         kmeans = faiss.Kmeans(
-            dim,
+            self._dim,
             n_centroids,
             niter=self.config.kmeans_iterations,
             seed=self.config.seed,
             spherical=True,
-            max_points_per_centroid=SAMPLE_PER_CENTROID,
+            max_points_per_centroid=per_centroid,
             verbose=False,
         )
         kmeans.train(sample.numpy())
         self._centroids = F.normalize(torch.from_numpy(kmeans.centroids).float(), dim=1)
-        residuals = (sample - self._centroids[self._assign(sample)]).flatten()
-        values = residuals[torch.randperm(len(residuals), generator=generator)[: 2**24]]
-        buckets = 2**nbits
+        # The buckets from the residual values of at most RESIDUAL_VALUES // D sampled tokens.
+        sample = sample[sample_rows(len(sample), RESIDUAL_VALUES // self._dim, generator)]
+        values = (sample - self._centroids[self._assign(sample)]).flatten()
+        buckets = 2**self.config.nbits
         self._cutoffs = torch.quantile(values, torch.arange(1, buckets) / buckets)
         self._weights = torch.quantile(values, (torch.arange(buckets) + 0.5) / buckets)
         self._decode_bytes()
@@ -239,12 +288,9 @@ class PlaidIndex(ExactSearcher):
         return pack(buckets.to(torch.uint8), self.config.nbits)
 
     def _assign(self, tokens: Tensor) -> Tensor:
-        """Nearest centroid (inner product) of each token, in blocks of ASSIGN_BLOCK tokens."""
+        """Nearest centroid (inner product) of each token, `_block_rows` tokens per matmul."""
         return torch.cat(
-            [
-                (tokens[start : start + ASSIGN_BLOCK] @ self._centroids.T).argmax(1)
-                for start in range(0, len(tokens), ASSIGN_BLOCK)
-            ]
+            [(block @ self._centroids.T).argmax(1) for block in tokens.split(self._block_rows())]
         )
 
     def _build_cells(self) -> None:
@@ -313,6 +359,27 @@ class PlaidIndex(ExactSearcher):
             scores.append(maxsim_flat(query, one_query, 1, tokens, owner, len(block))[0])
         best = torch.cat(scores).topk(min(depth, len(documents)))
         return best.values, documents[best.indices]
+
+
+def require_whole_bytes(dim: int, nbits: int) -> None:
+    """A one-line error unless D x nbits fills whole bytes (the codes are packed per byte)."""
+    if dim * nbits % 8:
+        raise ValueError(
+            f"plaid index needs embedding size x nbits to fill whole bytes, got D={dim} "
+            f"and nbits={nbits}; choose nbits from 1, 2, 4, 8 with D a multiple of 8"
+        )
+
+
+def sample_rows(n: int, size: int, generator: torch.Generator) -> Tensor:
+    """`size` distinct rows of `n` (all of them, in order, when size >= n), drawn uniformly, in
+    random order. Its memory is O(size), not O(n): for n far above size, rows drawn with
+    replacement are deduplicated (about 1.25 x size drawn is enough when n >= 8 x size)."""
+    if size >= n:
+        return torch.arange(n)
+    if n <= 8 * size:
+        return torch.randperm(n, generator=generator)[:size]
+    drawn = torch.randint(n, (size + size // 4 + 16,), generator=generator).unique()
+    return drawn[torch.randperm(len(drawn), generator=generator)[:size]]
 
 
 def memory_mapped(file: Path, name: str) -> Tensor:

@@ -26,11 +26,15 @@ from research.launch.ranks import node_ranks
 from research.run.build import build_task
 from research.run.job import JobOutcome, run_job
 from research.run.resume import check_fits, model_family, resolve_resume
-from research.tracking.checkpoints import AtomicCheckpointIO, CheckpointError, read_checkpoint
+from research.tracking.checkpoints import (
+    AsyncAtomicCheckpointIO,
+    CheckpointError,
+    read_checkpoint,
+)
 from research.tracking.naming import run_name
 from research.tracking.record import RunRecord
 from research.tracking.run_dir import CHECKPOINT_DIR
-from research.tracking.wandb_run import build_loggers, log_provenance
+from research.tracking.wandb_run import build_loggers, provenance_logged
 from research.utils.atomic import remove_leftovers
 
 log = logging.getLogger(__name__)
@@ -82,10 +86,11 @@ def _best_metrics(
 
 
 def _plugins(trainer_cfg: dict[str, Any]) -> list[Any]:
-    """The configured Trainer plugins (e.g. SLURMEnvironment) plus atomic checkpoint writes."""
+    """The configured Trainer plugins (e.g. SLURMEnvironment) plus atomic checkpoint writes, off
+    the training thread (the fit waits for the last one before it returns)."""
     configured = trainer_cfg.get("plugins") or []
     configured = configured if isinstance(configured, list) else [configured]
-    return [*(instantiate(p) for p in configured), AtomicCheckpointIO()]
+    return [*(instantiate(p) for p in configured), AsyncAtomicCheckpointIO()]
 
 
 def _resume_checkpoint(
@@ -129,7 +134,7 @@ def _fit(config: dict[str, Any], record: RunRecord, loggers: list[Logger]) -> An
         resume_error = err  # raised once the W&B run exists, so that run is marked failed
     meta = {**(saved.get("research") or {}), "epoch": int(saved.get("epoch", 0))}
     # Loggers first: a job that fails while building its data or model still gets a W&B run,
-    # marked failed.
+    # marked failed. The run starts (wandb.init, ~2 s) while the data and model are built.
     name = run_name(config, record.overrides)
     built, wandb_id = build_loggers(config.get("logger"), run_dir, meta.get("wandb_run_id"), name)
     loggers.extend(built)
@@ -137,10 +142,10 @@ def _fit(config: dict[str, Any], record: RunRecord, loggers: list[Logger]) -> An
         resumed_from=str(resume) if resume else None,
         wandb={"run_id": wandb_id, **_wandb_settings(config)},
     )
-    log_provenance(loggers, config, record.provenance())
-    if resume_error is not None:
-        raise resume_error
-    datamodule, module = build_task(config)
+    with provenance_logged(loggers, config, record.provenance()):
+        if resume_error is not None:
+            raise resume_error
+        datamodule, module = build_task(config)
     family = model_family(config)
     if resume is not None:
         check_fits(resume, saved, module, family)

@@ -14,6 +14,10 @@ from research.run.preflight import eval_checkpoint
 from research.run.resume import check_fits, model_family
 from research.tracking.checkpoints import read_checkpoint
 
+# Documents encoded and added to the index at a time (~200 MB of fp32 tokens at 100 tokens of
+# D=128 each).
+ENCODE_BLOCK = 4096
+
 
 def build_index(
     run_dir: str | Path,
@@ -36,13 +40,17 @@ def build_index(
     del checkpoint
     documents = Folder(Path(corpus)).corpus
     ids = list(documents)
-    embeddings = task.net.encode(
-        [documents[i] for i in ids],
-        is_query=False,
-        batch_size=batch_size,
-        show_progress_bar=True,
-    )
     searcher = build_searcher(kind, **params)
-    searcher.add(ids, embeddings)
+    # Encoded and added a block at a time: the corpus's fp32 tokens are never held all at once
+    # (a PLAID build keeps only compact codes and an fp16 file of them).
+    for start in range(0, len(ids), ENCODE_BLOCK):
+        block = ids[start : start + ENCODE_BLOCK]
+        embeddings = task.net.encode(
+            [documents[i] for i in block],
+            is_query=False,
+            batch_size=batch_size,
+            show_progress_bar=True,
+        )
+        searcher.add(block, embeddings)
     searcher.save(Path(out))
     return searcher

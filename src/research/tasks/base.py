@@ -10,6 +10,8 @@ import torch
 from torch import nn
 
 from research.optim.factory import OptimizerFactory, SchedulerFactory, configure
+from research.tasks.compile import compile_net
+from research.tasks.configs import TaskConfig
 
 
 class Task(L.LightningModule):
@@ -31,6 +33,16 @@ class Task(L.LightningModule):
         super().__init__()
         self.net, self.loss = net, loss
         self.optimizer_factory, self.scheduler_factory = optimizer, scheduler
+        self.net_compiled = False
+
+    def configure_model(self) -> None:
+        """With `compile=true`, compile the network in place for the device the trainer runs
+        on. Lightning calls this hook in each rank (after a spawn sent the module there) and
+        again in each of fit, validate and test: it compiles once."""
+        config: TaskConfig = self.config  # type: ignore[assignment]  # set by each task
+        if config.compile and not self.net_compiled:
+            compile_net(self.net, config.compile_mode, self.trainer.strategy.root_device)
+            self.net_compiled = True
 
     def log_train_loss(self, loss: torch.Tensor, batch_size: int | None = None) -> None:
         if (self.global_step + 1) % self.trainer.log_every_n_steps == 0:

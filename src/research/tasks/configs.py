@@ -12,9 +12,35 @@ from pathlib import Path
 from research.config.schema import Schema, fail, spec
 from research.retrieval.configs import check_search
 
+# torch.compile's modes (see torch.compile's docstring): the CUDA-graph ones skip their graphs on
+# a CPU, where they behave as their namesakes without CUDA graphs.
+COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+
+
+@dataclass(kw_only=True)
+class TaskConfig(Schema):
+    """What every task declares: whether its network runs through torch.compile. Keyword-only,
+    so each task's own fields keep their positions."""
+
+    compile: bool = spec(False, id_if_changed=True)
+    """Compile the network with torch.compile (in place: checkpoints keep plain parameter names
+    and load with or without it); needs a C++ compiler on CPU, Triton on a GPU."""
+    compile_mode: str = spec("default", choices=COMPILE_MODES, id_if_changed=True)
+    """torch.compile's mode: default, reduce-overhead (CUDA graphs), max-autotune (longer
+    compilation, tuned kernels) or max-autotune-no-cudagraphs."""
+
+    def check(self, at: str) -> None:
+        if self.compile_mode != "default" and not self.compile:
+            compile_flag = f"{at}.compile" if at else "compile"
+            fail(
+                at,
+                "compile_mode",
+                f"={self.compile_mode} applies only when compiling; add {compile_flag}=true",
+            )
+
 
 @dataclass
-class ClassificationConfig(Schema):
+class ClassificationConfig(TaskConfig):
     """Classification of anything a network maps to logits; logs loss, accuracy, best val/acc."""
 
     targets = ("research.tasks.classification.ClassificationModule",)
@@ -26,12 +52,13 @@ class ClassificationConfig(Schema):
     clearly more classes than k (over 5 classes, k > 1)."""
 
     def check(self, at: str) -> None:
+        super().check(at)
         if self.top_k > self.num_classes:
             fail(at, "top_k", f"={self.top_k} must be <= num_classes={self.num_classes}")
 
 
 @dataclass
-class MaskedLMConfig(Schema):
+class MaskedLMConfig(TaskConfig):
     """Masked language modelling with BERT's 80/10/10 corruption; scored on masked tokens only."""
 
     targets = ("research.tasks.masked_lm.MaskedLMModule",)
@@ -48,7 +75,7 @@ class MaskedLMConfig(Schema):
 
 
 @dataclass
-class CausalLMConfig(Schema):
+class CausalLMConfig(TaskConfig):
     """Next-token language modelling; logs loss, perplexity (and bits per byte) per length."""
 
     targets = ("research.tasks.causal_lm.CausalLMModule",)
@@ -57,12 +84,13 @@ class CausalLMConfig(Schema):
     """A Lightning checkpoint whose network weights start this run (fine-tuning), or null."""
 
     def check(self, at: str) -> None:
+        super().check(at)
         if self.init_from is not None and not Path(self.init_from).expanduser().is_file():
             fail(at, "init_from", f"={self.init_from!r} is not a file; give a .ckpt path or null")
 
 
 @dataclass
-class RetrievalConfig(Schema):
+class RetrievalConfig(TaskConfig):
     """Trains a late-interaction retriever; evaluation indexes the corpus and searches it."""
 
     targets = ("research.tasks.retrieval.RetrievalModule",)
@@ -82,4 +110,5 @@ class RetrievalConfig(Schema):
     to its own longest: the same embeddings, less padding (null: all at once; queries go whole)."""
 
     def check(self, at: str) -> None:
+        super().check(at)
         check_search(at, self.search)

@@ -3,7 +3,8 @@ or a full disk never costs the previous one.
 
 Lightning writes a checkpoint over the old file in place (through an fsspec transaction, with no
 fsync), so a crash at the wrong moment or a full disk can leave a `last.ckpt` that no longer
-loads; here every local checkpoint goes through `research.utils.atomic`. Reading uses
+loads; here every local checkpoint goes through `research.utils.atomic`, on a writer thread so that
+training does not wait for the disk (`AsyncAtomicCheckpointIO`). Reading uses
 `torch.load(weights_only=True)`: a checkpoint copied from elsewhere could otherwise run any code.
 """
 
@@ -13,11 +14,16 @@ import errno
 import io
 import pickle
 import re
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import torch
+from lightning.fabric.plugins import CheckpointIO
 from lightning.pytorch.plugins.io import TorchCheckpointIO
+from lightning_utilities.core.apply_func import apply_to_collection
 
 from research.utils.atomic import write_atomic
 
@@ -84,3 +90,75 @@ class AtomicCheckpointIO(TorchCheckpointIO):
                     f"no space left on device while writing {path}"
                 ) from None
             raise CheckpointWriteError(f"{err.strerror or err} while writing {path}") from None
+
+
+def _snapshot(checkpoint: dict[str, Any]) -> dict[str, Any]:
+    """CPU copies of the checkpoint's tensors, taken now: the training thread updates the weights
+    in place once save returns, and a copy on the accelerator would hold its memory until the
+    write ends. Tensors that are one (a tied embedding and output head) stay one copy, so the
+    file is no larger than a synchronous save's."""
+    copies: dict[tuple[Any, ...], torch.Tensor] = {}
+
+    def copy(tensor: torch.Tensor) -> torch.Tensor:
+        key = (tensor.device, tensor.data_ptr(), tensor.dtype, tensor.shape, tensor.stride())
+        if key not in copies:
+            copies[key] = tensor.detach().to("cpu", copy=True)
+        return copies[key]
+
+    return apply_to_collection(checkpoint, torch.Tensor, copy)
+
+
+class AsyncAtomicCheckpointIO(CheckpointIO):
+    """`AtomicCheckpointIO` on a writer thread, so training goes on while a checkpoint is
+    serialized, written and fsynced.
+
+    The training thread only copies the checkpoint's tensors to CPU. Writes and removals run one
+    at a time in the order they were asked for (a removal never overtakes the write of the same
+    file); at most `max_pending` wait, so a slow disk slows training instead of piling up copies.
+    A failed write raises its `CheckpointWriteError` at the next save, or at `teardown`, which
+    Lightning calls at the end of every fit/test (and after a failure): it waits for the last
+    write, so a run is recorded finished only once its checkpoints are on disk. Lightning's
+    `AsyncCheckpointIO` also copies first, but removes files on the caller thread (a removal can
+    overtake the write it should follow), queues without bound and re-raises an error forever.
+    """
+
+    def __init__(self, max_pending: int = 2) -> None:
+        self.writer = AtomicCheckpointIO()
+        self.max_pending = max_pending
+        self._executor: ThreadPoolExecutor | None = None
+        self._pending: deque[Future[None]] = deque()
+
+    def save_checkpoint(
+        self, checkpoint: dict[str, Any], path: Any, storage_options: Any | None = None
+    ) -> None:
+        snapshot = _snapshot(checkpoint)
+        self._submit(self.writer.save_checkpoint, snapshot, path, storage_options)
+
+    def remove_checkpoint(self, path: Any) -> None:
+        self._submit(self.writer.remove_checkpoint, path)
+
+    def load_checkpoint(self, path: Any, **options: Any) -> dict[str, Any]:
+        self.wait()  # the file may be one this run is still writing (e.g. the best to test)
+        return self.writer.load_checkpoint(path, **options)
+
+    def _submit(self, task: Callable[..., None], *args: Any) -> None:
+        """Queue `task` behind the earlier ones; first raise the error of any that failed."""
+        while self._pending and (self._pending[0].done() or len(self._pending) >= self.max_pending):
+            self._pending.popleft().result()
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(1, thread_name_prefix="checkpoint-writer")
+        self._pending.append(self._executor.submit(task, *args))
+
+    def wait(self) -> None:
+        """Block until every queued write and removal is done; raise the first failure (once)."""
+        while self._pending:
+            self._pending.popleft().result()
+
+    def teardown(self) -> None:
+        try:
+            self.wait()
+        finally:
+            if self._executor is not None:
+                self._executor.shutdown(wait=True)  # after a failure: the rest still finish
+                self._executor = None
+            self._pending.clear()
