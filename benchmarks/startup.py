@@ -3,13 +3,12 @@
 Each run is a fresh process (imports, config, data, model, one step, W&B start and finish), in
 interleaved rounds so that load drifts hit every arm alike. Prints the median whole-command wall
 time and the median job time (metrics.json's wall_time_s) of each arm, and what W&B adds.
-`--baseline SRC` also runs another checkout's package (e.g. a worktree of an older commit, its
-`src/` put first on PYTHONPATH) in the same rounds, here the last commit where W&B started
-before the data and model were built:
+`--baseline SRC` also runs another checkout's package (e.g. a worktree of another commit, its
+`src/` put first on PYTHONPATH) in the same rounds, to compare two versions of the start-up:
 
-    git worktree add /tmp/serial 321299b
-    python benchmarks/startup.py --pairs 5 --baseline /tmp/serial/src
-    git worktree remove /tmp/serial
+    git worktree add /tmp/other <commit>
+    python benchmarks/startup.py --pairs 5 --baseline /tmp/other/src
+    git worktree remove /tmp/other
 """
 
 from __future__ import annotations

@@ -104,7 +104,7 @@ def test_diverging_run_stops_with_status_diverged(workdir: Path):
 
 @pytest.mark.slow  # a W&B run started and its service stopped: over the 3 s of a quick test
 def test_a_job_whose_data_fails_to_build_has_a_wandb_run_marked_failed(workdir: Path):
-    # W&B starts while the data is built; the failed job still waits for its run and ends it.
+    # The W&B run exists before the data is built, so the failed job ends it as failed.
     impossible = ["data.max_depth=1", "data.max_args=2", "data.min_len=60", "data.max_len=64"]
     done = run_cli(
         "research-train", *FAST, "experiment=transformer_listops", *impossible, cwd=workdir

@@ -34,7 +34,7 @@ from research.tracking.checkpoints import (
 from research.tracking.naming import run_name
 from research.tracking.record import RunRecord
 from research.tracking.run_dir import CHECKPOINT_DIR
-from research.tracking.wandb_run import build_loggers, provenance_logged
+from research.tracking.wandb_run import build_loggers, log_provenance
 from research.utils.atomic import remove_leftovers
 
 log = logging.getLogger(__name__)
@@ -134,7 +134,8 @@ def _fit(config: dict[str, Any], record: RunRecord, loggers: list[Logger]) -> An
         resume_error = err  # raised once the W&B run exists, so that run is marked failed
     meta = {**(saved.get("research") or {}), "epoch": int(saved.get("epoch", 0))}
     # Loggers first: a job that fails while building its data or model still gets a W&B run,
-    # marked failed. The run starts (wandb.init, ~2 s) while the data and model are built.
+    # marked failed. Started before them, not beside them in a thread: most of wandb.init is
+    # Python work in this process, and overlapping it measured slower (docs: benchmarks).
     name = run_name(config, record.overrides)
     built, wandb_id = build_loggers(config.get("logger"), run_dir, meta.get("wandb_run_id"), name)
     loggers.extend(built)
@@ -142,10 +143,10 @@ def _fit(config: dict[str, Any], record: RunRecord, loggers: list[Logger]) -> An
         resumed_from=str(resume) if resume else None,
         wandb={"run_id": wandb_id, **_wandb_settings(config)},
     )
-    with provenance_logged(loggers, config, record.provenance()):
-        if resume_error is not None:
-            raise resume_error
-        datamodule, module = build_task(config)
+    log_provenance(loggers, config, record.provenance())
+    if resume_error is not None:
+        raise resume_error
+    datamodule, module = build_task(config)
     family = model_family(config)
     if resume is not None:
         check_fits(resume, saved, module, family)

@@ -8,12 +8,8 @@ and `wandb sync --append` uploads it onto the same online run.
 
 from __future__ import annotations
 
-import logging
 import secrets
 import string
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +18,6 @@ from lightning.pytorch.loggers import Logger, WandbLogger
 from lightning.pytorch.utilities import rank_zero_only
 
 from research import compat
-
-log = logging.getLogger(__name__)
 
 
 def _new_wandb_id() -> str:
@@ -69,52 +63,6 @@ def log_provenance(loggers: list[Logger], config: dict[str, Any], extra: dict[st
             logger.experiment.config.update({**config, **extra}, allow_val_change=True)
         else:
             logger.log_hyperparams({**config, **extra})
-
-
-def _wait(done: threading.Event, signalled: bool) -> None:
-    """Wait for `done`. A first signal (unless `signalled` already) waits once more, so that the
-    W&B run exists and the job can mark it interrupted; the second stops waiting (Ctrl-C twice is
-    never stuck). An Event, not `Thread.join`: Python 3.11's join, once interrupted, takes the
-    thread for ended."""
-    try:
-        done.wait()
-    except BaseException:
-        if not signalled:
-            done.wait()
-        raise
-
-
-@contextmanager
-def provenance_logged(
-    loggers: list[Logger], config: dict[str, Any], extra: dict[str, Any]
-) -> Iterator[None]:
-    """`log_provenance` in a thread while the block runs: its first W&B call starts the run
-    (`wandb.init` spawns W&B's service, about 2 s), which then overlaps building the data and
-    model. The block's end waits for it however the block ends, so nothing logs to the run before
-    it exists and a failed block still has a run to mark failed. The thread's error is raised
-    when the block succeeded; otherwise the block's own error wins and this one is logged."""
-    errors: list[BaseException] = []
-    done = threading.Event()
-
-    def start() -> None:
-        try:
-            log_provenance(loggers, config, extra)
-        except BaseException as err:  # noqa: BLE001 - raised in the job's thread, below
-            errors.append(err)
-        finally:
-            done.set()
-
-    threading.Thread(target=start, name="loggers-start", daemon=True).start()
-    try:
-        yield
-    except BaseException as err:
-        _wait(done, signalled=isinstance(err, KeyboardInterrupt))
-        if errors:
-            log.warning("the loggers did not start either: %s", errors[0])
-        raise
-    _wait(done, signalled=False)
-    if errors:
-        raise errors[0]
 
 
 def finish_loggers(loggers: list[Logger], exit_code: int, summary: dict[str, Any]) -> None:
