@@ -30,8 +30,9 @@ def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-# colbert_stdlib encodes its corpus with MiniLM even for one batch: over a minute on 2 cores.
-SLOW = {"colbert_stdlib"}
+# colbert_stdlib encodes its corpus with MiniLM even for one batch: over a minute on 2 cores;
+# transformer_mlm_stdlib tokenizes the stdlib's docstrings first: about 10 s.
+SLOW = {"colbert_stdlib", "transformer_mlm_stdlib"}
 
 
 @pytest.mark.parametrize(

@@ -16,6 +16,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hydra import compose, initialize_config_dir
 
 from research.config.paths import config_dir
@@ -44,6 +45,7 @@ def portable_hash(config: dict[str, Any]) -> str:
     return config_hash(_portable(config, data_dir, default_backbone()))
 
 
+@pytest.mark.slow  # composes every experiment and ablation variant: about 10 s
 def test_every_experiment_and_variant_keeps_its_run_id():
     changed = []
     with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):

@@ -62,6 +62,7 @@ def _alive(processes: list[psutil.Process]) -> list[psutil.Process]:
     return alive
 
 
+@pytest.mark.slow  # a parent process with loader workers, killed mid-batch: about 10 s
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
 def test_workers_busy_in_a_batch_die_with_a_killed_parent(tmp_path: Path):
     parent = subprocess.Popen([sys.executable, "-c", PARENT, str(tmp_path)])
