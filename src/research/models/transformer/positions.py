@@ -34,9 +34,8 @@ def rope_frequencies(
 
     - linear: position interpolation (Chen et al. 2023), every frequency divided by the factor.
     - ntk: static "NTK-aware" scaling (bloc97, 2023), base multiplied by factor^(d / (d - 2)).
-    - dynamic: HF's dynamic NTK: the NTK base for the length at hand, growing past the original
-      length as base * (factor * length / original - (factor - 1))^(d / (d - 2)); unchanged up
-      to the original length.
+    - dynamic: HF's dynamic NTK: the NTK base for the length at hand, base * s^(d / (d - 2))
+      with s = `dynamic_scale(factor, length, original)`; unchanged up to the original length.
     - yarn: YaRN (Peng et al. 2024), the authors' reference code as HF runs it: dimensions whose
       wavelength fits more than beta_fast rotations into the original context keep their
       frequency, those with fewer than beta_slow are interpolated (divided by the factor); the
@@ -51,8 +50,7 @@ def rope_frequencies(
         base = base * factor**exponent
     elif kind == "dynamic":
         original = params["original_max_position_embeddings"]
-        longest = max(length or original, original)
-        base = base * (factor * longest / original - (factor - 1)) ** exponent
+        base = base * dynamic_scale(factor, length or original, original) ** exponent
     inv_freq = 1.0 / base ** (torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim)
     if kind == "linear":
         inv_freq = inv_freq / factor
@@ -63,6 +61,14 @@ def rope_frequencies(
     # ramp 0: extrapolate (keep the frequency); ramp 1: interpolate (divide by the factor).
     inv_freq = inv_freq * (1 - ramp) + inv_freq / factor * ramp
     return inv_freq.float(), _yarn_attention_factor(factor, params)
+
+
+def dynamic_scale(factor: float, length: int, original: int) -> float:
+    """The NTK scale dynamic NTK applies to a sequence of `length` tokens, as HF computes it:
+    max(1, factor * length / original - (factor - 1)). The scale grows with the length; at
+    factor 1 it is length / original (k at k times the original length), while factor k at that
+    length gives k^2 - k + 1, not k."""
+    return max(1.0, factor * length / original - (factor - 1))
 
 
 def _yarn_dims(head_dim: int, base: float, params: dict) -> tuple[float, float]:
