@@ -13,7 +13,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from research.models import colbert
+from research.models import hf_retriever
 from research.models.colbert import MINILM_HUB_ID, ColBERT, default_backbone
 from research.models.configs import ColBERTConfig
 
@@ -122,7 +122,7 @@ def test_is_query_is_pylates_name_and_query_mode_still_works_with_a_warning(mode
 
 
 def test_progress_bar_above_the_threshold_or_when_asked(model, monkeypatch, capsys):
-    monkeypatch.setattr(colbert, "PROGRESS_BAR_ABOVE", 1)
+    monkeypatch.setattr(hf_retriever, "PROGRESS_BAR_ABOVE", 1)
     model.encode(["a", "b"], is_query=False, batch_size=1)
     assert "Encoding documents" in capsys.readouterr().out
     model.encode(["a"], is_query=True)

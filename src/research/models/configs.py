@@ -278,3 +278,24 @@ class ColBERTConfig(Schema):
     def check(self, at: str) -> None:
         if self.query_marker == self.document_marker:
             fail(at, "document_marker", f"={self.document_marker!r} must differ from query_marker")
+
+
+@dataclass
+class DenseRetrieverConfig(Schema):
+    """A single-vector retriever on an HF backbone (research.models.dense): mean-pooled, as
+    sentence-transformers uses all-MiniLM-L6-v2; null backbone = packaged MiniLM."""
+
+    targets = ("research.models.dense.DenseRetriever",)
+    backbone: str | None = None
+    """Hugging Face encoder, a hub id or a local folder; null: the packaged all-MiniLM-L6-v2 when
+    installed, else its hub id."""
+    max_length_query: int = spec(32, ge=3)
+    """Tokens per query, [CLS] and [SEP] included; longer queries are truncated (no padding is
+    pooled). At least 3: room for one token between [CLS] and [SEP]."""
+    max_length_document: int = spec(350, ge=3)
+    """Tokens per document, [CLS] and [SEP] included; longer documents are truncated."""
+    normalize: bool = True
+    """L2-normalise the pooled vector, so scores are cosines (false: dot products)."""
+    dropout: float | None = spec(None, ge=0.0, lt=1.0, id_if_changed=True)
+    """Dropout probability of every backbone dropout layer while training (null: the backbone's
+    own, 0.1 for MiniLM)."""

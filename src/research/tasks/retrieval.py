@@ -1,4 +1,5 @@
-"""Training and evaluation of a late-interaction retriever (ColBERT).
+"""Training and evaluation of a retriever on an HF encoder: late interaction (ColBERT,
+model=colbert) or one mean-pooled vector per text (DenseRetriever, model=dense).
 
 Training batches hold raw text (the datamodule knows nothing of the model's tokenizer): B
 queries and B*G documents grouped per query, positive first, plus teacher scores for
@@ -6,6 +7,8 @@ distillation. Validation and test search the split's whole corpus the way a user
 every document once, index them, encode the queries, search, and score the ranking with IR
 metrics (`<split>/ndcg@10`, `<split>/mrr@10`, `<split>/recall@100`). Rank zero also writes each
 query's scores to `<run dir>/per_query_<split>.json`, so a report can compare runs query by query.
+Both networks embed a text as rows (one per token, or one) compared by MaxSim over them, so the
+loss and the searchers serve both alike (research.models.hf_retriever).
 """
 
 from __future__ import annotations
@@ -35,7 +38,8 @@ class RetrievalData(Protocol):
 
 
 class RetrievalModule(Task):
-    """Trains `net` (a ColBERT) with `loss`; evaluation searches with the configured index.
+    """Trains `net` (a ColBERT or a DenseRetriever) with `loss`; evaluation searches with the
+    configured index.
 
     `search` names the index (`kind: exact | voyager | plaid`, its parameters) and `k`, the depth of
     the ranking that the metrics read; `save_index` keeps the test index under
