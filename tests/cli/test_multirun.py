@@ -77,6 +77,7 @@ def test_every_job_has_its_own_wandb_run(mixed_sweep):
         assert logged.config["command"] == metrics(job)["command"]
 
 
+@pytest.mark.slow  # a sweep of its own: about 5 s
 def test_seed_zero_is_a_real_seed(tmp_path: Path):
     done = run_cli("research-train", "-m", *FAST, "logger=none", "seed=0,1,0", cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]

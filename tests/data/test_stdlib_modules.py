@@ -15,6 +15,7 @@ from research.data.stdlib_modules import SPLITS, StdlibModulesDataModule
 _DEFINITIONS = (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
 
 
+# Building it tokenizes the stdlib's docstrings (about 12 s): the tests that use it are slow.
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> StdlibModulesDataModule:
     data_dir = tmp_path_factory.mktemp("d")
@@ -35,6 +36,7 @@ def _docstrings_by_name(source: str) -> dict[str, set[str]]:
     return found
 
 
+@pytest.mark.slow
 def test_labels_are_the_module_the_docstring_is_found_in(built: StdlibModulesDataModule):
     tokenizer = built.text_corpus().tokenizer()
     cls = tokenizer.token_to_id("[CLS]")
@@ -48,6 +50,7 @@ def test_labels_are_the_module_the_docstring_is_found_in(built: StdlibModulesDat
             assert ids.tolist() in encoded, name
 
 
+@pytest.mark.slow
 def test_split_is_by_name_not_by_module(built: StdlibModulesDataModule):
     names = {split: set(built.names[split]) for split in SPLITS}
     assert not (names["train"] & names["val"] or names["train"] & names["test"])
@@ -58,6 +61,7 @@ def test_split_is_by_name_not_by_module(built: StdlibModulesDataModule):
         assert set(built.splits[split].labels.tolist()) == set(range(10))
 
 
+@pytest.mark.slow
 def test_classes_are_the_most_frequent_modules(built: StdlibModulesDataModule):
     assert built.config.num_classes == len(built.class_names) == 10
     labels = torch.cat([built.splits[split].labels for split in SPLITS])
@@ -68,6 +72,7 @@ def test_classes_are_the_most_frequent_modules(built: StdlibModulesDataModule):
         StdlibModulesDataModule(data_dir=built.config.data_dir, num_classes=100000).setup()
 
 
+@pytest.mark.slow
 def test_batches_start_with_cls_and_pad_to_their_longest(built: StdlibModulesDataModule):
     batch = next(iter(built.train_dataloader()))
     assert (batch["input_ids"][:, 0] == built.text_corpus().tokenizer().token_to_id("[CLS]")).all()
@@ -76,6 +81,7 @@ def test_batches_start_with_cls_and_pad_to_their_longest(built: StdlibModulesDat
     assert (batch["input_ids"][~batch["attention_mask"]] == 0).all()
 
 
+@pytest.mark.slow
 def test_build_is_cached_and_shares_the_corpus_tokenizer(
     built: StdlibModulesDataModule, monkeypatch: pytest.MonkeyPatch
 ):

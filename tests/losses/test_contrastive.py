@@ -164,6 +164,7 @@ def _single_process(scenario: str) -> tuple[torch.Tensor, list[torch.Tensor], li
     return loss.detach(), list(query_splits), document_grads
 
 
+@pytest.mark.slow  # two gloo processes: about 15 s
 def test_two_process_gather_matches_one_process_on_the_whole_batch(tmp_path):
     """Ranks hold documents of different lengths ("mean") and different counts ("sum").
 

@@ -12,6 +12,7 @@ from research.optim.schedulers import cosine_with_warmup
 from research.run.build import build_task
 
 
+@pytest.mark.slow  # trains for its time limit: about 3 s
 def test_an_endless_run_trains_until_its_time_limit():
     (config,) = check_command_line("train", ["trainer.max_epochs=-1", "scheduler=inverse_sqrt"])
     datamodule, task = build_task(config)

@@ -56,6 +56,7 @@ def test_notebook_reads_an_ablation_name_and_is_never_stale(checkout: Path):
     assert "| narrow (baseline) | 1 | 0 | 0 |" in _run(checkout, "widths")  # first by name
 
 
+@pytest.mark.slow
 def test_notebook_reads_a_folder_relative_to_notebooks(checkout: Path):
     text = _run(checkout, "../logs/multiruns")
     assert "| debug=limit,optimizer.lr=0.01 (baseline) | 3 | 0 | 0 |" in text
