@@ -25,11 +25,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 from research.ablation.decide import Rule, Verdict, judge
 from research.reports.readme_blocks import sync_readme
 from research.reports.run_records import read_records
+from research.reports.stats import mean_interval
 from research.reports.tables import format_mean_std, signed
 
 HERE = Path(__file__).parent
@@ -93,12 +93,6 @@ def variants(ablation: str) -> list[str]:
 # --- claim 1: gradients at initialisation --------------------------------------------------
 
 
-def t_interval(xs: list[float], level: float = 0.05) -> tuple[float, float]:
-    """Student-t interval of the mean: valid at n = 3 under normal noise, unlike a bootstrap."""
-    half = stats.t.ppf(1 - level / 2, len(xs) - 1) * statistics.stdev(xs) / math.sqrt(len(xs))
-    return statistics.fmean(xs) - half, statistics.fmean(xs) + half
-
-
 @cache
 def fitted_slopes() -> tuple[dict[str, Any], ...]:
     data = json.loads((HERE / "init_gradients.json").read_text())
@@ -118,7 +112,7 @@ def slope_claim(norm: str) -> tuple[str, str]:
         for r in fitted_slopes()
         if (r["init"], r["norm"], r["param"]) == ("xavier", norm, "linear2.weight")
     )
-    low, high = t_interval(row["slopes"])
+    _, low, high, _ = mean_interval(row["slopes"])  # Student-t: valid at n = 3 under normal noise
     expected = 0.0 if norm == "post" else -0.5
     text = f"{row['mean']:+.3f}, 95% t-interval [{low:+.3f}, {high:+.3f}] (n={len(row['slopes'])})"
     if low <= expected <= high and not (norm == "pre" and high >= 0):
