@@ -7,7 +7,8 @@ BM25 (bm25s, Lucene defaults) and zero-shot dense MiniLM: all-MiniLM-L6-v2 as it
 sentence-transformers config uses it (mean pooling over real tokens, then L2 normalisation),
 cosine similarity, exact search. Documents are cut at the same length as the ColBERT runs, so
 the comparison is at equal input. Prints a markdown table and writes it beside this file as
-baselines[_partition<N>][_val].json.
+baselines[_partition<N>][_val].json, each method with its per-query scores (`per_query`:
+{metric: {query id: score}}), so a trained run can be compared with it query by query.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import torch
 from research.data.codesearch import StdlibCodeSearchDataModule
 from research.retrieval.bm25 import bm25_rank
 from research.retrieval.metrics import DEFAULT_METRICS as METRICS
-from research.retrieval.metrics import evaluate_run
+from research.retrieval.metrics import mean_score, per_query
 from research.utils.backbones import default_backbone
 
 
@@ -98,14 +99,19 @@ def main() -> None:
         start = time.perf_counter()
         run = {q: dict(hits) for q, hits in rank().items()}
         seconds = time.perf_counter() - start
-        results[name] = {**evaluate_run(run, split.qrels, METRICS), "seconds": seconds}
+        scores = per_query(run, split.qrels, METRICS)
+        means = {metric: mean_score(scores[metric]) for metric in METRICS}
+        results[name] = {**means, "seconds": seconds, "per_query": scores}
         cells = " | ".join(f"{results[name][m]:.4f}" for m in METRICS)
         print(f"| {name} | {cells} | {seconds:.1f} |")
     # One file per (partition, split): a val run must not replace the test figures.
     suffix = f"_partition{args.partition}" if args.partition else ""
     suffix += f"_{args.split}" if args.split != "test" else ""
     out = Path(__file__).with_name(f"baselines{suffix}.json")
-    out.write_text(json.dumps({"split": args.split, "args": vars(args), **results}, indent=2))
+    sizes = {"queries": len(split.queries), "documents": len(split.corpus)}
+    out.write_text(
+        json.dumps({"split": args.split, "args": vars(args), **sizes, **results}, indent=2)
+    )
 
 
 if __name__ == "__main__":

@@ -8,8 +8,10 @@ budgets, then the tables and the plots.
 For every completed training run of the ablation (trained at context L):
 - as trained: its own test perplexity at L, 2L, 4L, 8L (from its metrics.json), and its
   per-position test loss at each length (position_loss.py), with the criterion "uses its whole
-  context" at L; RoPE runs that fail it stop the script before any scaling runs (unless
-  --no-context-gate), since scalings of a model that ignores far context say little;
+  context" at L (position_loss.context_use: the last quarter's targets predicted better from the
+  whole window than from its second half); RoPE runs that fail it stop the script before any
+  scaling runs (unless --no-context-gate), since scalings of a model that ignores far context
+  say little;
 - RoPE runs, no fine-tuning: `research-eval` with rope_scaling linear / ntk / yarn at factor k
   (original_max_position_embeddings = L) read at length kL (k = 2, 4, 8), and dynamic NTK at
   one fixed factor, DYNAMIC_FACTOR = 1 (HF's convention: the scale at n tokens is
@@ -196,22 +198,31 @@ def finetuned(run: dict[str, Any], method: str, steps: int, out: Path) -> dict[i
 
 
 def position_curves(run: dict[str, Any], method: str, out: Path) -> dict[str, Any]:
-    """Per-position test loss of a run at every length, as trained (method "none") or under a
-    scaling at each length's `row_factor`, read back when already written (json + png)."""
+    """Per-position test loss of a run at every length, as trained (method "none", with the
+    criterion at L) or under a scaling at each length's `row_factor`, read back when already
+    written (json + png); an as-trained json without the current criterion's numbers at L is
+    measured again."""
     folder = out / run["run_id"] / "positions"
     name = "as-trained" if method == "none" else method
-    if (folder / f"{name}.json").is_file():
-        return json.loads((folder / f"{name}.json").read_text())
     context = run["config"]["data"]["context"]
+    if (folder / f"{name}.json").is_file():
+        saved = json.loads((folder / f"{name}.json").read_text())
+        if method != "none" or "loss_truncated" in saved.get(str(context), {}):
+            return saved
     groups: dict[int, list[int]] = defaultdict(list)  # one model per factor
     for length in lengths(run):
         groups[row_factor(method, length, context) if method != "none" else 1].append(length)
-    losses = {}
+    losses, truncated = {}, {}
+    checkpoint = Path(run["run_dir"]) / run["best"]["checkpoint"]
     for k, group in groups.items():
         overrides = scaling_overrides(method, k, context) if method != "none" else []
-        checkpoint = Path(run["run_dir"]) / run["best"]["checkpoint"]
-        losses.update(run_position_losses(Path(run["run_dir"]), checkpoint, overrides, group))
-    curves = summary(dict(sorted(losses.items())))
+        truncate = (context,) if method == "none" else ()
+        found, cut = run_position_losses(
+            Path(run["run_dir"]), checkpoint, overrides, group, truncate
+        )
+        losses.update(found)
+        truncated.update(cut)
+    curves = summary(dict(sorted(losses.items())), truncated)
     title = f"{_position(run)} seed {run['seed']}, {name}"
     write_curves(curves, title, folder, name)
     return curves
@@ -228,10 +239,11 @@ def context_gate(runs: list[dict[str, Any]], trained: dict[str, dict[str, Any]])
 
 
 def context_table(runs: list[dict[str, Any]], trained: dict[str, dict[str, Any]]) -> str:
-    """Per run at L: mean loss over the third and the last quarter of positions, their paired
-    difference with its 95% interval over windows, and the verdict."""
+    """Per run at L, over the targets of the last quarter of positions: their mean loss with the
+    whole window and with the window from L/2 on, the per-window gain (truncated - full) with its
+    95% interval over windows, and the verdict."""
     lines = [
-        "| position | variant | seed | loss, 3rd quarter | loss, last quarter | gain [95% CI] "
+        "| position | variant | seed | loss, whole window | loss, from L/2 | gain [95% CI] "
         "| windows | uses whole context |",
         "|---|---|---:|---:|---:|---:|---:|---|",
     ]
@@ -239,7 +251,7 @@ def context_table(runs: list[dict[str, Any]], trained: dict[str, dict[str, Any]]
         v = trained[run["run_id"]][str(run["config"]["data"]["context"])]
         lines.append(
             f"| {_position(run)} | {run.get('variant') or ''} | {run['seed']} "
-            f"| {v['third_quarter']:.4f} | {v['last_quarter']:.4f} "
+            f"| {v['loss_full']:.4f} | {v['loss_truncated']:.4f} "
             f"| {v['gain']:.4f} [{v['low']:.4f}, {v['high']:.4f}] | {v['windows']} "
             f"| {'yes' if v['uses_whole_context'] else 'no'} |"
         )

@@ -12,12 +12,10 @@ tests/experiments/test_study_tables.py runs `--check`'s comparison.
 
 from __future__ import annotations
 
-import argparse
 import importlib.util
 import json
 import math
 import statistics
-import sys
 from collections.abc import Callable
 from datetime import datetime
 from functools import cache
@@ -27,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from research.ablation.decide import Rule, Verdict, judge
-from research.reports.readme_blocks import sync_readme
+from research.reports.readme_blocks import derive_cli
 from research.reports.run_records import read_records
 from research.reports.stats import mean_interval
 from research.reports.tables import format_mean_std, signed
@@ -420,20 +418,7 @@ def blocks() -> dict[str, str]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--check", action="store_true", help="exit 1 if the README differs")
-    mode.add_argument("--write", action="store_true", help="rewrite the README's blocks")
-    args = parser.parse_args()
-    rendered = blocks()
-    if not (args.check or args.write):
-        for name, body in rendered.items():
-            print(f"<!-- derived: {name} -->\n{body}\n")
-        return
-    stale = sync_readme(README, rendered, write=args.write)
-    if args.check and stale:
-        sys.exit(f"README.md blocks differ from the records: {', '.join(stale)}")
-    print(f"{'rewrote' if args.write else 'checked'}: {', '.join(stale) or 'nothing stale'}")
+    derive_cli(__doc__.split("\n\n")[0], README, blocks)
 
 
 if __name__ == "__main__":

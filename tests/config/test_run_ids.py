@@ -7,7 +7,9 @@ the YAML files stopped repeating declared defaults (their values moved into the 
 only the variants of `model=transformer_cls` were recorded anew, when its `rope_scaling` block
 left HF's legacy key names (`type`, `original_max_len`) for the current ones, and `xiong2020`'s
 when its learning rate became the one its sweep chose (its earlier variants are kept, with the
-old rate given explicitly, under `xiong2020 (lr 1e-3, retired)`: they hash as before). Paths
+old rate given explicitly, under `xiong2020 (lr 1e-3, retired)`: they hash as before), and
+`colbert_stdlib`'s when its rate became the 1e-4 chosen on validation (the colbert_recipe,
+colbert_budget and colbert_embedding_size variants give the old 5e-5 explicitly). Paths
 that depend on the machine (the packaged MiniLM, the data folder) are replaced by placeholders
 first, so the hashes are the same on every checkout.
 """

@@ -14,9 +14,11 @@ import pytest
 import torch
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import OmegaConf
+from torch.nn import functional
 
 from research.config.compose import compose_all
 from research.config.validate import validate
+from research.data.language_model import Windows
 from research.models.configs import rope_parameters
 from research.models.transformer import CausalLanguageModel
 from research.models.transformer.positions import RotaryEmbedding
@@ -27,7 +29,11 @@ spec = importlib.util.spec_from_file_location("context_extension_evaluate", SCRI
 evaluate = importlib.util.module_from_spec(spec)
 sys.modules[spec.name] = evaluate  # its dataclass looks its module up while being built
 spec.loader.exec_module(evaluate)
-from position_loss import context_use, window_losses  # noqa: E402 - on the path evaluate set
+from position_loss import (  # noqa: E402 - on the path evaluate set
+    context_use,
+    truncated_losses,
+    window_losses,
+)
 
 EXPECTED = {"rope_type": "yarn", "factor": 4, "original_max_position_embeddings": 128}
 L = 16  # the original (training) length of the small models below
@@ -107,32 +113,99 @@ def test_metric_names_and_table_name_the_scale_per_length():
     }
 
 
-def _windows(n_windows: int, n: int, slope: float, seed: int = 0) -> np.ndarray:
-    """Synthetic per-window losses: a window difficulty, noise, and a fall of `slope` nats per
-    doubling of the context."""
+def _reads(n_windows: int, n: int, gain: float, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Synthetic losses of the same windows read whole (windows x n) and from n/2 on (windows x
+    (n - n // 2)): each target's own difficulty (large, shared by both reads), and in the
+    truncated read `gain` nats more plus read-to-read noise."""
     rng = np.random.default_rng(seed)
-    positions = np.arange(n)
-    difficulty = rng.normal(3.0, 0.5, (n_windows, 1))
-    return difficulty - slope * np.log2(positions + 1) + rng.normal(0, 1.0, (n_windows, n))
+    full = rng.normal(3.0, 2.0, (n_windows, n))
+    truncated = full[:, n // 2 :] + gain + rng.normal(0, 0.3, (n_windows, n - n // 2))
+    return full, truncated
 
 
-def test_criterion_decides_on_losses_that_fall_or_stay_flat():
-    falling = context_use(_windows(300, 64, slope=0.2))
-    assert falling.uses_whole_context and falling.low > 0 and falling.windows == 300
-    assert falling.gain == pytest.approx(falling.third_quarter - falling.last_quarter)
-    flat = [context_use(_windows(300, 64, slope=0.0, seed=s)).uses_whole_context for s in range(20)]
-    assert sum(flat) <= 2  # a 95% interval: about one in 40 lower ends above 0 by chance
-    # Falling only over the first half of the positions: the far half of the context is unused.
-    losses = _windows(300, 64, slope=0.2)
-    losses[:, 32:] = losses[:, 32:] + 0.2 * (np.log2(np.arange(32, 64) + 1) - np.log2(33))
-    assert losses[:, :16].mean() > losses[:, 16:32].mean() + 0.1 > losses[:, 32:].mean()
-    assert not context_use(losses).uses_whole_context
-    # Too few windows to tell a small fall from noise; one window gives no interval at all.
-    assert not context_use(_windows(5, 64, slope=0.01)).uses_whole_context
-    single = context_use(_windows(1, 64, slope=1.0))
+def test_criterion_pairs_the_same_targets_so_their_difficulty_cancels():
+    # A gain far below the targets' spread (2 nats) is found: only the reads' noise counts.
+    full, truncated = _reads(300, 64, gain=0.05)
+    found = context_use(full, truncated)
+    assert found.uses_whole_context and found.low > 0 and found.windows == 300
+    assert found.gain == pytest.approx(found.loss_truncated - found.loss_full)
+    assert found.loss_full == pytest.approx(full[:, 48:].mean())
+    assert found.loss_truncated == pytest.approx(truncated[:, 16:].mean())
+    # The truncated read's first half (targets before 3n/4) does not count.
+    full, truncated = _reads(300, 64, gain=0.0)
+    truncated[:, :16] += 5.0
+    assert abs(context_use(full, truncated).gain) < 0.1
+    # No gain: a 95% interval's lower end is above 0 by chance about one time in 40.
+    met = [context_use(*_reads(300, 64, gain=0.0, seed=s)).uses_whole_context for s in range(20)]
+    assert sum(met) <= 2
+    # A loss from dropping the far half (a negative gain) is not use of it.
+    assert not context_use(*_reads(300, 64, gain=-0.1)).uses_whole_context
+    # One window gives no interval at all, and the criterion is not met.
+    single = context_use(*_reads(1, 64, gain=1.0))
     assert not single.uses_whole_context and np.isnan(single.low)
-    with pytest.raises(ValueError, match="windows x positions"):
-        context_use(np.zeros(8))
+
+
+def test_criterion_rejects_shapes_that_do_not_pair():
+    full, truncated = _reads(10, 16, gain=0.0)
+    with pytest.raises(ValueError, match="full losses must be windows x n positions"):
+        context_use(full[0], truncated)
+    with pytest.raises(ValueError, match="n >= 4"):
+        context_use(full[:, :3], truncated[:, :2])
+    with pytest.raises(ValueError, match=r"truncated losses must be .* \(10, 8\)"):
+        context_use(full, full)  # the whole window twice: no column pairs with its target
+    with pytest.raises(ValueError, match=r"got shape \(9, 8\)"):
+        context_use(full, truncated[:9])
+    # Odd n: the truncated read starts at n // 2 and holds n - n // 2 positions.
+    full, truncated = _reads(50, 13, gain=0.5)
+    assert truncated.shape == (50, 7) and context_use(full, truncated).uses_whole_context
+
+
+class _Copy(torch.nn.Module):
+    """A fixed "model" that predicts the token `back` positions before the target (confident
+    logits), and is uniform when that token is not in its input: it uses exactly `back` tokens
+    of context."""
+
+    def __init__(self, back: int, vocab: int) -> None:
+        super().__init__()
+        self.back, self.vocab = back, vocab
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        logits = torch.zeros(*ids.shape, self.vocab)
+        source = torch.arange(ids.shape[1]) + 1 - self.back  # input t predicts token t + 1
+        seen = source >= 0
+        copied = functional.one_hot(ids[:, source[seen]], self.vocab).float()
+        logits[:, seen] = 4.0 * copied
+        return logits
+
+
+def _repeating(n_windows: int, n: int, period: int, vocab: int = 8) -> Windows:
+    """Test windows of a stream that repeats the token `period` back with probability 0.8."""
+    rng = np.random.default_rng(0)
+    stream = rng.integers(0, vocab, n_windows * n + 1)
+    for i in range(period, len(stream)):
+        if rng.random() < 0.8:
+            stream[i] = stream[i - period]
+    return Windows(stream, n, n_windows * n)
+
+
+def test_criterion_on_models_that_reach_far_back_or_not():
+    n, vocab = 32, 8
+    windows = _repeating(64, n, period=n // 2 + 1)
+
+    def verdict(net: torch.nn.Module):
+        return context_use(window_losses(net, windows, 16), truncated_losses(net, windows, 16))
+
+    # Copies from n/2 + 1 back: the truncated read (at most n/2 tokens) never sees the source.
+    far = verdict(_Copy(n // 2 + 1, vocab))
+    assert far.uses_whole_context and far.windows == 64
+    assert far.low > 0.5 and far.loss_truncated == pytest.approx(np.log(vocab))
+    # Only the previous token, or n/4 tokens (every truncated target still has n/4 + 1): both
+    # reads give the same logits for the same targets, so the gain is exactly 0 and there is
+    # no interval. An off-by-one pairing of the two reads would make these gains nonzero.
+    for back in (1, n // 4):
+        near = verdict(_Copy(back, vocab))
+        assert near.gain == pytest.approx(0.0, abs=1e-12), back
+        assert not near.uses_whole_context and np.isnan(near.low), back
 
 
 def _small_task():
@@ -151,8 +224,6 @@ def _small_task():
 
 
 def test_per_position_loss_averages_to_the_task_mean_loss():
-    from research.data.language_model import Windows
-
     torch.manual_seed(0)
     task = _small_task()
     stream = np.random.default_rng(0).integers(0, 300, 20 * L + 1)
@@ -214,10 +285,14 @@ def test_finetune_command_composes_per_budget_and_scaling(tmp_path: Path):
 def test_position_curves_summary_is_json(tmp_path: Path):
     from position_loss import summary, write_curves
 
-    losses = {L: torch.from_numpy(_windows(200, L, slope=1.0))}
-    curves = summary(losses)
+    full, truncated = _reads(200, L, gain=1.0)
+    full2, _ = _reads(100, 2 * L, gain=0.0)
+    losses = {L: torch.from_numpy(full), 2 * L: torch.from_numpy(full2)}
+    curves = summary(losses, {L: torch.from_numpy(truncated)})
     write_curves(curves, "a model", tmp_path, "as-trained")
     saved = json.loads((tmp_path / "as-trained.json").read_text())
     assert len(saved[str(L)]["curve"]) == L and saved[str(L)]["windows"] == 200
-    assert saved[str(L)]["uses_whole_context"] is True
+    assert saved[str(L)]["uses_whole_context"] is True and saved[str(L)]["loss_truncated"] > 0
+    # The criterion only where a truncated read was given; the curve and windows everywhere.
+    assert set(saved[str(2 * L)]) == {"curve", "windows"} and saved[str(2 * L)]["windows"] == 100
     assert (tmp_path / "as-trained.png").stat().st_size > 1000

@@ -64,5 +64,5 @@ def test_check_context_writes_curves_that_average_to_the_recorded_loss(tmp_path:
         assert mean == pytest.approx(recorded["final"][key], rel=1e-5), length
         assert entry["windows"] == 1024 // int(length)
     table = (root / "eval" / "context_use.md").read_text()
-    assert f"| rope |  | 0 | {curves['16']['third_quarter']:.4f} |" in table
+    assert f"| rope |  | 0 | {curves['16']['loss_full']:.4f} |" in table
     assert not list((root / "eval").glob("*-ft*"))  # no fine-tune ran

@@ -37,3 +37,24 @@ def test_xiong2020_runs_at_the_rate_its_sweep_chose():
     chosen = derive_module("xiong2020").chosen_rate()
     config = yaml.safe_load((EXPERIMENTS.parent / "conf/experiment/xiong2020.yaml").read_text())
     assert config["optimizer"]["lr"] == chosen
+
+
+def _last_value(overrides: list[str], key: str) -> str | None:
+    found = [o.split("=", 1)[1] for o in overrides if o.startswith(f"{key}=")]
+    return found[-1] if found else None
+
+
+def test_colbert_stdlib_runs_the_knobs_validation_chose():
+    derive = derive_module("colbert_stdlib")
+    conf = EXPERIMENTS.parent / "conf"
+    recipe = yaml.safe_load((conf / "ablation/colbert_recipe.yaml").read_text())
+    chosen = derive.knob_choice("colbert_recipe")
+    rate = _last_value(recipe["base"] + recipe["variants"][chosen], "optimizer.lr")
+    experiment = yaml.safe_load((conf / "experiment/colbert_stdlib.yaml").read_text())
+    assert experiment["optimizer"]["lr"] == float(rate)
+    # the budget study's knobs (dropout, schedule, document length) stay as its baseline has them
+    assert derive.knob_choice("colbert_budget") == "recipe"
+    dense = yaml.safe_load((conf / "ablation/colbert_dense.yaml").read_text())["variants"]
+    for variant in ("dense", "dense_partition1"):
+        temperature = _last_value(dense[variant], "loss.temperature")
+        assert float(temperature) == derive.chosen_temperature()

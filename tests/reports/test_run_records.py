@@ -13,6 +13,7 @@ import pytest
 from research.reports.errors import ReportError
 from research.reports.run_records import read_records, records_frame, write_records
 from research.reports.runs import load_runs
+from research.retrieval.metrics import write_per_query
 
 
 @pytest.fixture(scope="module")
@@ -80,6 +81,26 @@ def test_step_traces_keep_only_the_asked_keys(tmp_path: Path, runs_folder: Path)
         (run / "grad_norms.jsonl").unlink()
     traced = [r["traces"] for r in read_records(tmp_path) if r["traces"]]
     assert traced == [{"grad_norm/layer_0/w": [[0, 1.0], [1, 0.5], [2, 1 / 3]]}]
+
+
+def test_per_query_scores_are_kept_for_the_asked_splits_only(tmp_path: Path, runs_folder: Path):
+    run = next(runs_folder.rglob("0_lr0.1_s0"))
+    scores = {"ndcg@10": {"q1": 1.0, "q2": 0.5}}
+    write_per_query(run, "test", scores)
+    write_per_query(run, "val", {"ndcg@10": {"q9": 0.0}})
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            write_records(run.parent, tmp_path / "with", per_query_splits=["test"])
+            write_records(run.parent, tmp_path / "without")
+    finally:
+        for split in ("test", "val"):
+            (run / f"per_query_{split}.json").unlink()
+    with_scores = [r for r in read_records(tmp_path / "with") if r.get("per_query")]
+    assert [r["seed"] for r in with_scores] == [0]
+    (mine,) = with_scores
+    assert mine["per_query"] == {"test": scores}
+    assert all("per_query" not in r for r in read_records(tmp_path / "without"))
 
 
 def test_an_empty_folder_is_one_clear_error(tmp_path: Path):

@@ -6,7 +6,10 @@ blocks with a fresh rendering, so a table cannot drift from the data it claims t
 
 from __future__ import annotations
 
+import argparse
 import re
+import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from research.reports.errors import ReportError
@@ -53,3 +56,29 @@ def sync_readme(readme: Path, blocks: dict[str, str], write: bool) -> list[str]:
     if write and stale:
         readme.write_text(replace_blocks(readme.read_text(), blocks))
     return stale
+
+
+def derive_cli(
+    description: str,
+    readme: Path,
+    render: Callable[[], dict[str, str]],
+    on_write: Callable[[], None] | None = None,
+) -> None:
+    """The command line of a study's derive script: print the blocks, `--check` them against the
+    README (exit 1 when stale), or `--write` them (and run `on_write`, e.g. to redraw plots)."""
+    parser = argparse.ArgumentParser(description=description)
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--check", action="store_true", help="exit 1 if the README differs")
+    mode.add_argument("--write", action="store_true", help="rewrite the README's blocks")
+    args = parser.parse_args()
+    rendered = render()
+    if not (args.check or args.write):
+        for name, body in rendered.items():
+            print(f"<!-- derived: {name} -->\n{body}\n")
+        return
+    stale = sync_readme(readme, rendered, write=args.write)
+    if args.write and on_write is not None:
+        on_write()
+    if args.check and stale:
+        sys.exit(f"{readme.name} blocks differ from the records: {', '.join(stale)}")
+    print(f"{'rewrote' if args.write else 'checked'}: {', '.join(stale) or 'nothing stale'}")

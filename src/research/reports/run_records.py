@@ -3,9 +3,11 @@ re-derived on any machine after the run dirs are gone.
 
 A run dir holds checkpoints, W&B files and a resolved config with machine paths; a study needs
 only what its tables read: the run's identity, its final and best metrics, its epoch history,
-and optionally a few step-level traces (say the first and last layer's gradient norm). A record
-is written as `<variant>_s<seed>.json`, with no absolute paths, and is read back as a runs table
-with the same columns as `load_runs` gives, so the report's statistics apply to it unchanged.
+and optionally a few step-level traces (say the first and last layer's gradient norm) and a
+retrieval run's per-query scores (for paired tests over queries, `research.reports.per_query`).
+A record is written as `<variant>_s<seed>.json`, with no absolute paths, and is read back as a
+runs table with the same columns as `load_runs` gives, so the report's statistics apply to it
+unchanged.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import pandas as pd
 
 from research.reports.errors import ReportError
 from research.reports.runs import load_runs
+from research.retrieval.metrics import read_per_query
 from research.tracking.run_dir import GRAD_NORM_FILE, read_history, read_metrics
 from research.utils.atomic import write_json_atomic
 
@@ -50,9 +53,16 @@ def _traces(run_dir: Path, patterns: Iterable[str]) -> dict[str, list[list[float
     return traces
 
 
-def run_record(run_dir: Path, identity: dict[str, Any], patterns: Iterable[str] = ()) -> dict:
+def run_record(
+    run_dir: Path,
+    identity: dict[str, Any],
+    patterns: Iterable[str] = (),
+    per_query_splits: Iterable[str] = (),
+) -> dict:
     """The record of one run dir; `identity` is its row in `load_runs` (which also names the
-    runs that left no readable metrics.json: they are recorded as failed, never dropped)."""
+    runs that left no readable metrics.json: they are recorded as failed, never dropped).
+    `per_query_splits` names the splits whose per-query scores the record keeps, under
+    `per_query` ({split: {metric: {query id: score}}}; a split the run did not score is absent)."""
     metrics = read_metrics(run_dir) or {}
     record = {key: identity.get(key) for key in _IDENTITY}
     record["seed"] = None if pd.isna(record["seed"]) else int(record["seed"])
@@ -64,6 +74,9 @@ def run_record(run_dir: Path, identity: dict[str, Any], patterns: Iterable[str] 
     record["best"] = metrics.get("best") or {}
     record["history"] = read_history(run_dir)
     record["traces"] = _traces(run_dir, patterns)
+    scored = {split: read_per_query(run_dir, split) for split in per_query_splits}
+    if per_query_splits:
+        record["per_query"] = {split: found for split, found in scored.items() if found}
     return _clean(record)
 
 
@@ -72,7 +85,12 @@ def _file_name(record: dict[str, Any], run_dir: Path) -> str:
     return f"{record['variant']}_{seed}.json"
 
 
-def write_records(source: Path, out: Path, trace_patterns: Iterable[str] = ()) -> list[Path]:
+def write_records(
+    source: Path,
+    out: Path,
+    trace_patterns: Iterable[str] = (),
+    per_query_splits: Iterable[str] = (),
+) -> list[Path]:
     """A record per run under `source` (the newest attempt of each, as a report counts it) in
     `out`, replacing the records there: the folder mirrors the runs, never a mix of two."""
     runs = load_runs(source)
@@ -80,7 +98,7 @@ def write_records(source: Path, out: Path, trace_patterns: Iterable[str] = ()) -
     written: list[Path] = []
     for _, row in runs.iterrows():
         run_dir = Path(row["run_dir"])
-        record = run_record(run_dir, row.to_dict(), trace_patterns)
+        record = run_record(run_dir, row.to_dict(), trace_patterns, tuple(per_query_splits))
         path = out / _file_name(record, run_dir)
         if path in written:
             raise ReportError(
