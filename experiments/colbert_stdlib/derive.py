@@ -21,13 +21,12 @@ from functools import cache
 from pathlib import Path
 from typing import Any, NamedTuple
 
-import numpy as np
 import pandas as pd
 
-from research.reports.per_query import compare_scores
+from research.reports.per_query import behind_value, compare_scores, score_matrices, verdict
 from research.reports.readme_blocks import derive_cli
 from research.reports.run_records import read_records
-from research.reports.stats import ALPHA, CONFIDENCE, beyond_noise, holm, mean_interval
+from research.reports.stats import ALPHA, CONFIDENCE, holm, mean_interval
 from research.reports.tables import format_mean_std, signed
 
 HERE = Path(__file__).parent
@@ -240,7 +239,7 @@ def scores_of(system: str, partition: int) -> list[dict[str, float]]:
     for r in runs_of("colbert_dense", variant_name(system, partition)):
         scores = r["per_query"]["test"][METRIC]
         # the per-query file must be the evaluation behind the run's value, not a later one
-        if abs(math.fsum(scores.values()) / len(scores) - r["best"][f"test/{METRIC}"]) > 1e-5:
+        if not behind_value(scores, r["best"][f"test/{METRIC}"]):
             raise SystemExit(f"{r['variant']} seed {r['seed']}: per-query scores are not its test")
         found.append(scores)
     return found
@@ -260,9 +259,7 @@ class Paired(NamedTuple):
 
     @property
     def verdict(self) -> str:
-        if not beyond_noise(self.low, self.high, self.p_holm):
-            return "noise"
-        return "better" if self.diff > 0 else "worse"
+        return verdict(self.diff, self.low, self.high, self.p_holm, "max")
 
 
 @cache
@@ -272,10 +269,8 @@ def paired() -> tuple[Paired, ...]:
     raw = []
     for partition in PARTITIONS:
         for system, reference in PAIRS:
-            mine, theirs = scores_of(system, partition), scores_of(reference, partition)
-            queries = sorted(set.intersection(*(set(s) for s in mine + theirs)))
-            a = np.array([[s[q] for q in queries] for s in mine])
-            b = np.array([[s[q] for q in queries] for s in theirs])
+            pools = [scores_of(system, partition), scores_of(reference, partition)]
+            queries, (a, b) = score_matrices(pools)
             diff, low, high, p = compare_scores(b, a)
             seeds = (a.mean(axis=1) - b.mean(axis=1)).tolist() if len(a) == len(b) > 1 else []
             raw.append((partition, system, reference, diff, low, high, p, len(queries), seeds))

@@ -112,7 +112,8 @@ def compare_scores(
     return found.mean, found.low, found.high, randomization_p(mine - base, resamples, seed)
 
 
-def _verdict(diff: float, low: float, high: float, p_holm: float, direction: str | None) -> str:
+def verdict(diff: float, low: float, high: float, p_holm: float, direction: str | None) -> str:
+    """better / worse (beyond query sampling, by `direction`), noise, undecided or unknown."""
     if direction is None:
         return "unknown"
     if math.isnan(low) or math.isnan(p_holm):
@@ -137,12 +138,16 @@ def _run_scores(run_dir: Path, metric: str, value: float | None) -> dict[str, fl
     scores = (found or {}).get(where[1]) if where else None
     if not scores:
         return None
-    if value is not None and abs(math.fsum(scores.values()) / len(scores) - value) > _SAME_VALUE:
-        return None
-    return scores
+    return None if value is not None and not behind_value(scores, value) else scores
 
 
-def _matrix(pools: Iterable[list[dict[str, float]]]) -> tuple[list[str], list[np.ndarray]]:
+def behind_value(scores: dict[str, float], value: float) -> bool:
+    """Whether per-query `scores` are the evaluation that gave a run's `value` (their mean,
+    up to float32 rounding), not another one (e.g. a later epoch's)."""
+    return abs(math.fsum(scores.values()) / len(scores) - value) <= _SAME_VALUE
+
+
+def score_matrices(pools: Iterable[list[dict[str, float]]]) -> tuple[list[str], list[np.ndarray]]:
     """The queries every run scored, and each pool's runs x queries matrix over them."""
     pools = list(pools)
     common = set.intersection(*(set(s) for pool in pools for s in pool))
@@ -157,7 +162,7 @@ def _finish(
 ) -> list[QueryComparison]:
     adjusted = holm([r[1][3] for r in raw])
     return [
-        QueryComparison(v, metric, *r, p, n, runs, _verdict(*r[:3], p, direction))
+        QueryComparison(v, metric, *r, p, n, runs, verdict(*r[:3], p, direction))
         for (v, r, n, runs), p in zip(raw, adjusted, strict=True)
     ]
 
@@ -178,7 +183,7 @@ def compare_runs(baseline: Path, other: Path, metric: str = "test/ndcg@10") -> Q
                 "retrieval evaluation (it writes that file)"
             )
         pool.append([scores])
-    queries, (base, mine) = _matrix(pool)
+    queries, (base, mine) = score_matrices(pool)
     if not queries:
         raise ReportError(f"{baseline} and {other} scored no query in common on {metric}")
     raw = [(str(other), compare_scores(base, mine), len(queries), (1, 1))]
@@ -225,7 +230,7 @@ def compare_variants(
                 f"{metric}, `{variant}`: the baseline has no per-query scores; not compared"
             )
             continue
-        queries, (base, mine) = _matrix([pools[baseline], pools[variant]])
+        queries, (base, mine) = score_matrices([pools[baseline], pools[variant]])
         runs_used = (len(pools[variant]), len(pools[baseline]))
         if not queries:
             notes.append(f"{metric}, `{variant}`: no query scored by every run; not compared")

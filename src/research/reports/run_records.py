@@ -74,8 +74,9 @@ def run_record(
     record["best"] = metrics.get("best") or {}
     record["history"] = read_history(run_dir)
     record["traces"] = _traces(run_dir, patterns)
-    scored = {split: read_per_query(run_dir, split) for split in per_query_splits}
-    if per_query_splits:
+    splits = tuple(per_query_splits)
+    if splits:
+        scored = {split: read_per_query(run_dir, split) for split in splits}
         record["per_query"] = {split: found for split, found in scored.items() if found}
     return _clean(record)
 
@@ -94,11 +95,12 @@ def write_records(
     """A record per run under `source` (the newest attempt of each, as a report counts it) in
     `out`, replacing the records there: the folder mirrors the runs, never a mix of two."""
     runs = load_runs(source)
+    per_query_splits = tuple(per_query_splits)  # read once per run, not consumed by the first
     out.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
     for _, row in runs.iterrows():
         run_dir = Path(row["run_dir"])
-        record = run_record(run_dir, row.to_dict(), trace_patterns, tuple(per_query_splits))
+        record = run_record(run_dir, row.to_dict(), trace_patterns, per_query_splits)
         path = out / _file_name(record, run_dir)
         if path in written:
             raise ReportError(
