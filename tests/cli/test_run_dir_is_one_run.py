@@ -91,13 +91,29 @@ def _fill(disk: Path, leave: int) -> Path:
     return filler
 
 
+def _fill_between_writes(disk: Path, proc: subprocess.Popen[str], leave: int) -> Path:
+    """Fill `disk` while the run is stopped with no checkpoint half-written: a partial file
+    that is then completed and renamed over the old one would free a checkpoint's worth of
+    space, and the run could go on writing in that room to the end."""
+    while True:
+        proc.send_signal(signal.SIGSTOP)
+        if not list(disk.rglob(".*.tmp")):
+            break
+        proc.send_signal(signal.SIGCONT)
+        time.sleep(0.005)
+    try:
+        return _fill(disk, leave)
+    finally:
+        proc.send_signal(signal.SIGCONT)
+
+
 @pytest.mark.slow
 def test_a_full_disk_fails_the_run_in_one_line_and_keeps_last_ckpt(workdir: Path, small_disk):
     run = small_disk / "run"
     args = [*LONG, f"hydra.run.dir={run}"]
     proc = _start(workdir, args)
     _wait_for_rows(small_disk, 2, proc)  # epoch 0's checkpoints are on disk
-    filler = _fill(small_disk, leave=200_000)  # room for metrics.json, not for a 650 kB ckpt
+    filler = _fill_between_writes(small_disk, proc, leave=200_000)  # no room for a 650 kB ckpt
     _, stderr = proc.communicate(timeout=300)
     assert proc.returncode == 1, stderr[-2000:]
     (line,) = [ln for ln in stderr.splitlines() if ln.startswith("research-train:")]

@@ -9,7 +9,9 @@ left HF's legacy key names (`type`, `original_max_len`) for the current ones, an
 when its learning rate became the one its sweep chose (its earlier variants are kept, with the
 old rate given explicitly, under `xiong2020 (lr 1e-3, retired)`: they hash as before), and
 `colbert_stdlib`'s when its rate became the 1e-4 chosen on validation (the colbert_recipe,
-colbert_budget and colbert_embedding_size variants give the old 5e-5 explicitly). Paths
+colbert_budget and colbert_embedding_size variants give the old 5e-5 explicitly), and
+`context_extension`'s when its training budget became the 8 epochs its budget study chose
+(the 4-epoch variants are kept under "(4 epochs, retired)"). Paths
 that depend on the machine (the packaged MiniLM, the data folder) are replaced by placeholders
 first, so the hashes are the same on every checkout.
 """
