@@ -22,11 +22,13 @@ For every completed training run of the ablation (trained at context L):
   down; tokens per step as in training; each budget its own run, its cosine schedule over its
   own steps) with linear / ntk / yarn at factor 4, dynamic at DYNAMIC_FACTOR, and once with no
   scaling (the control), then tested at L..8L.
-Every row names the effective scale it applies at each length. Every perplexity is over the
-same held-out tokens (data.eval_tokens), at every length. Runs, evaluations and curves already
-completed are read back, not run again. Writes results.md, results.json, ppl_vs_length.png,
-finetune_budgets.png and loss_vs_position.png next to this file (or --out); per-model curves
-(json + png) and context_use.md under the evaluation folder.
+Every perplexity is over the same held-out tokens (data.eval_tokens), at every length. Runs,
+evaluations and curves already completed are read back, not run again. Writes one record per
+training run, `runs/<ablation>/<variant>_s<seed>.json` here (research.reports.run_records: the
+run's own metrics and history, plus under `evaluation` the criterion's numbers at L and every
+scaled and fine-tuned perplexity with the factor and scale it applied), from which `derive.py`
+renders the README's tables, verdicts and the perplexity plots; and loss_vs_position.png here
+(or --out), per-model curves (json + png) and context_use.md under the evaluation folder.
 """
 
 from __future__ import annotations
@@ -38,7 +40,6 @@ import statistics
 import subprocess
 import sys
 from collections import defaultdict
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -48,26 +49,15 @@ FINETUNE_FACTOR = 4
 FINETUNE_BUDGETS = (25, 50, 100, 200)
 # HF's dynamic NTK with factor 1: scale n / L at n tokens, the scale the other rows apply at n.
 DYNAMIC_FACTOR = 1
-PLOT_CEILING = 100.0  # perplexity; the unigram baseline is about 580
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
-from position_loss import plot_panels, run_position_losses, summary, write_curves  # noqa: E402
-
-
-@dataclass
-class Row:
-    """One table row: a model (as trained, scaled, or fine-tuned for `steps`) and its
-    perplexity per length, one value per seed, with the effective RoPE scale it applies at
-    each length (empty: no scaling)."""
-
-    label: str
-    steps: int | None = None
-    ppl: dict[int, list[float]] = field(default_factory=lambda: defaultdict(list))
-    scale: dict[int, float] = field(default_factory=dict)
-
-    @property
-    def name(self) -> str:
-        return self.label + (f", fine-tuned {self.steps} steps at 4L" if self.steps else "")
+from position_loss import (  # noqa: E402
+    context_use,
+    plot_panels,
+    run_position_losses,
+    summary,
+    write_curves,
+)
 
 
 def completed_runs(root: Path, experiment: str = "context_extension") -> list[dict[str, Any]]:
@@ -143,7 +133,7 @@ def effective_scale(method: str, factor: float, context: int, length: int) -> fl
     return float(factor)
 
 
-def scaled(run: dict[str, Any], method: str, factor: int, length: int, out: Path) -> float:
+def scaled_ppl(run: dict[str, Any], method: str, factor: int, length: int, out: Path) -> float:
     """Test perplexity at `length` of a run evaluated under a RoPE scaling, no fine-tuning."""
     context = run["config"]["data"]["context"]
     overrides = [*scaling_overrides(method, factor, context)]
@@ -199,15 +189,16 @@ def finetuned(run: dict[str, Any], method: str, steps: int, out: Path) -> dict[i
 
 def position_curves(run: dict[str, Any], method: str, out: Path) -> dict[str, Any]:
     """Per-position test loss of a run at every length, as trained (method "none", with the
-    criterion at L) or under a scaling at each length's `row_factor`, read back when already
-    written (json + png); an as-trained json without the current criterion's numbers at L is
-    measured again."""
+    criterion at L on the test windows, and under "val" on the validation windows, where the
+    training budget is chosen and the gate applied) or under a scaling at each length's
+    `row_factor`, read back when already written (json + png); an as-trained json without the
+    current criterion's numbers at L is measured again."""
     folder = out / run["run_id"] / "positions"
     name = "as-trained" if method == "none" else method
     context = run["config"]["data"]["context"]
     if (folder / f"{name}.json").is_file():
         saved = json.loads((folder / f"{name}.json").read_text())
-        if method != "none" or "loss_truncated" in saved.get(str(context), {}):
+        if method != "none" or "val" in saved.get(str(context), {}):
             return saved
     groups: dict[int, list[int]] = defaultdict(list)  # one model per factor
     for length in lengths(run):
@@ -223,77 +214,104 @@ def position_curves(run: dict[str, Any], method: str, out: Path) -> dict[str, An
         losses.update(found)
         truncated.update(cut)
     curves = summary(dict(sorted(losses.items())), truncated)
+    if method == "none":
+        full, cut = run_position_losses(
+            Path(run["run_dir"]), checkpoint, [], [context], (context,), split="val"
+        )
+        curves[str(context)]["val"] = context_use(full[context], cut[context])._asdict()
     title = f"{_position(run)} seed {run['seed']}, {name}"
     write_curves(curves, title, folder, name)
     return curves
 
 
 def context_gate(runs: list[dict[str, Any]], trained: dict[str, dict[str, Any]]) -> list[str]:
-    """The RoPE runs whose per-position loss at L fails position_loss.context_use's criterion."""
+    """The RoPE runs that fail position_loss.context_use's criterion at L on the validation
+    windows (the budget is a knob: it is chosen, and checked, on validation only)."""
     failed = []
     for run in runs:
-        verdict = trained[run["run_id"]][str(run["config"]["data"]["context"])]
+        verdict = trained[run["run_id"]][str(run["config"]["data"]["context"])]["val"]
         if _position(run) == "rope" and not verdict["uses_whole_context"]:
             failed.append(f"seed {run['seed']} ({run['run_id']})")
     return failed
 
 
 def context_table(runs: list[dict[str, Any]], trained: dict[str, dict[str, Any]]) -> str:
-    """Per run at L, over the targets of the last quarter of positions: their mean loss with the
-    whole window and with the window from L/2 on, the per-window gain (truncated - full) with its
-    95% interval over windows, and the verdict."""
+    """Per run at L, over the targets of the last quarter of positions, on the validation and
+    the test windows: the per-window gain (loss with the window from L/2 on - loss with the whole
+    window) with its 95% interval over windows, and the verdict."""
     lines = [
-        "| position | variant | seed | loss, whole window | loss, from L/2 | gain [95% CI] "
-        "| windows | uses whole context |",
-        "|---|---|---:|---:|---:|---:|---:|---|",
+        "| position | variant | seed | val gain [95% CI] | val: uses whole context "
+        "| test gain [95% CI] | test: uses whole context |",
+        "|---|---|---:|---:|---|---:|---|",
     ]
     for run in _ordered(runs):
-        v = trained[run["run_id"]][str(run["config"]["data"]["context"])]
+        test = trained[run["run_id"]][str(run["config"]["data"]["context"])]
+        cells = [
+            f"{v['gain']:.4f} [{v['low']:.4f}, {v['high']:.4f}] | "
+            + ("yes" if v["uses_whole_context"] else "no")
+            for v in (test["val"], test)
+        ]
         lines.append(
-            f"| {_position(run)} | {run.get('variant') or ''} | {run['seed']} "
-            f"| {v['loss_full']:.4f} | {v['loss_truncated']:.4f} "
-            f"| {v['gain']:.4f} [{v['low']:.4f}, {v['high']:.4f}] | {v['windows']} "
-            f"| {'yes' if v['uses_whole_context'] else 'no'} |"
+            f"| {_position(run)} | {run.get('variant') or ''} | {run['seed']} | "
+            + " | ".join(cells)
+            + " |"
         )
     return "\n".join(lines) + "\n"
 
 
-def collect(
-    runs: list[dict[str, Any]], budgets: list[int], out: Path, curves: dict[str, list]
-) -> dict[str, Row]:
-    """Perplexity per row and length, one value per seed; every per-position curve of a scaled
-    model is added to `curves` (row label -> list of that model's curves)."""
-    rows: dict[str, Row] = {}
-
-    def row(label: str, steps: int | None = None) -> Row:
-        return rows.setdefault(Row(label, steps).name, Row(label, steps))
-
-    for run in _ordered(runs):
-        context = run["config"]["data"]["context"]
-        trained = row(f"{_position(run)}, as trained")
+def evaluate_run(
+    run: dict[str, Any], budgets: list[int], out: Path, curves: dict[str, list]
+) -> dict[str, Any]:
+    """What the study measures on one training run beyond its own test perplexities: for a
+    RoPE run, each scaling's perplexity at every length past L without fine-tuning, and after
+    each fine-tuning budget (and the unscaled control) at every length, each with the factor it
+    passed and the effective scale it applied; every per-position curve of a scaled model is
+    added to `curves` (scaling -> list of that model's curves)."""
+    context = run["config"]["data"]["context"]
+    if _position(run) != "rope":
+        return {}
+    scaled: dict[str, dict[str, Any]] = {}
+    for method in SCALINGS:
+        scaled[method] = {}
         for length in lengths(run):
-            trained.ppl[length].append(ppl_at(run["final"], context, length))
-        if _position(run) != "rope":
-            continue
-        for method in SCALINGS:
-            scaling = row(f"rope + {method}")
-            for length in lengths(run):
-                factor = row_factor(method, length, context)
-                scaling.scale[length] = effective_scale(method, factor, context, length)
-                if length == context:  # factor 1: every scaling is the identity
-                    scaling.ppl[length].append(ppl_at(run["final"], context, context))
-                else:
-                    scaling.ppl[length].append(scaled(run, method, factor, length, out))
-            curves[scaling.label].append(position_curves(run, method, out))
-        for steps in budgets:
-            for method in ("none", *SCALINGS):
-                tuned = row(f"rope + {method}", steps)
-                for length, ppl in finetuned(run, method, steps, out).items():
-                    tuned.ppl[length].append(ppl)
-                    tuned.scale[length] = effective_scale(
-                        method, finetune_factor(method), context, length
-                    )
-    return rows
+            if length == context:  # factor 1: every scaling is the identity
+                continue
+            factor = row_factor(method, length, context)
+            scaled[method][str(length)] = {
+                "factor": factor,
+                "scale": effective_scale(method, factor, context, length),
+                "ppl": scaled_ppl(run, method, factor, length, out),
+            }
+        curves[f"rope + {method}"].append(position_curves(run, method, out))
+    tuned: dict[str, dict[str, Any]] = {}
+    for steps in budgets:
+        tuned[str(steps)] = {}
+        for method in ("none", *SCALINGS):
+            factor = finetune_factor(method) if method != "none" else None
+            tuned[str(steps)][method] = {
+                "factor": factor,
+                "scale": {
+                    str(n): effective_scale(method, factor or 1, context, n) for n in lengths(run)
+                },
+                "ppl": {str(n): v for n, v in finetuned(run, method, steps, out).items()},
+            }
+    return {"scaled": scaled, "finetuned": tuned}
+
+
+def write_record(run: dict[str, Any], evaluation: dict[str, Any], folder: Path) -> Path:
+    """The run's record (research.reports.run_records) with `evaluation` added: the file
+    derive.py reads, with no machine paths."""
+    from research.reports.run_records import run_record
+    from research.utils.atomic import write_json_atomic
+
+    identity = {key: run.get(key) for key in ("run_id", "config_hash", "status", "monitor")}
+    identity |= {"variant": run.get("variant") or _position(run), "seed": run["seed"]}
+    identity["mode"] = run.get("mode")
+    record = run_record(Path(run["run_dir"]), identity) | {"evaluation": evaluation}
+    path = folder / f"{identity['variant']}_s{run['seed']}.json"
+    folder.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(path, record)
+    return path
 
 
 def _ordered(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -304,112 +322,6 @@ def _ordered(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _position(run: dict[str, Any]) -> str:
     return run["config"]["model"]["net"]["position"]
-
-
-def _cell(values: list[float]) -> str:
-    if len(values) == 1:
-        return f"{values[0]:.2f}"
-    return f"{statistics.mean(values):.2f} ± {statistics.stdev(values):.2f}"
-
-
-def table(rows: dict[str, Row]) -> str:
-    """Mean ± std over seeds per row and length, with the scale each row applies per length."""
-    header = sorted({length for row in rows.values() for length in row.ppl})
-    names = "/".join(map(str, header))
-    lines = [f"| method | scale at {names} | n | " + " | ".join(f"ppl@{n}" for n in header) + " |"]
-    lines.append("|---|---|---:|" + "---:|" * len(header))
-    for row in rows.values():
-        n = len(next(iter(row.ppl.values())))
-        scale = "/".join(f"{row.scale[h]:g}" if h in row.scale else "-" for h in header)
-        cells = " | ".join(_cell(row.ppl[h]) if h in row.ppl else "" for h in header)
-        lines.append(f"| {row.name} | {scale if row.scale else 'none'} | {n} | {cells} |")
-    return "\n".join(lines) + "\n"
-
-
-def as_json(rows: dict[str, Row]) -> dict[str, Any]:
-    return {
-        row.name: {
-            "steps": row.steps,
-            "scale": {str(n): s for n, s in sorted(row.scale.items())},
-            "ppl": {str(n): v for n, v in sorted(row.ppl.items())},
-        }
-        for row in rows.values()
-    }
-
-
-def plot(rows: dict[str, Row], path: Path) -> None:
-    """One panel without fine-tuning and one per fine-tuning budget, on one scale; the y axis
-    stops at `PLOT_CEILING` so that a row that did not learn (named under the panel) does not
-    flatten the rest."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    lengths = sorted({x for row in rows.values() for x in row.ppl})
-    panels: dict[str, list[Row]] = defaultdict(list)
-    for row in rows.values():
-        title = f"fine-tuned {row.steps} steps at 4L" if row.steps else "without fine-tuning"
-        panels[title].append(row)
-    figure, axes = plt.subplots(
-        1, len(panels), figsize=(5.5 * len(panels), 4.5), sharey=True, squeeze=False
-    )
-    for axis, (title, members) in zip(axes[0], panels.items(), strict=True):
-        off_scale = []
-        for row in members:
-            xs = sorted(row.ppl)
-            means = [statistics.mean(row.ppl[x]) for x in xs]
-            if min(means) > PLOT_CEILING:
-                off_scale.append(f"{row.label} ({min(means):.0f}-{max(means):.0f})")
-                continue
-            spread = [statistics.stdev(row.ppl[x]) if len(row.ppl[x]) > 1 else 0 for x in xs]
-            axis.errorbar(xs, means, yerr=spread, marker="o", capsize=3, label=row.label)
-        axis.set(xscale="log", xlabel="evaluation length (tokens)", title=title)
-        axis.set_xticks(lengths, [str(n) for n in lengths])
-        axis.minorticks_off()
-        if axis.get_legend_handles_labels()[0]:  # every row of a panel can be off scale
-            axis.legend(fontsize=7)
-        if off_scale:
-            axis.text(
-                0.02,
-                0.02,
-                "off scale: " + "; ".join(off_scale),
-                fontsize=7,
-                transform=axis.transAxes,
-            )
-    axes[0][0].set(ylabel="test ppl", ylim=(None, PLOT_CEILING))
-    figure.tight_layout()
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
-
-
-def plot_budgets(rows: dict[str, Row], path: Path) -> None:
-    """Perplexity at each length from 4L on against the fine-tuning budget, a line per scaling:
-    how fast each recovers (PI's and YaRN's claims)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    tuned = [row for row in rows.values() if row.steps]
-    if not tuned:
-        return
-    context = min(n for row in tuned for n in row.ppl)
-    shown = [n for n in sorted({n for row in tuned for n in row.ppl}) if n >= 4 * context]
-    figure, axes = plt.subplots(1, len(shown), figsize=(5.5 * len(shown), 4.5), squeeze=False)
-    for axis, length in zip(axes[0], shown, strict=True):
-        for label in dict.fromkeys(row.label for row in tuned):
-            members = sorted((r for r in tuned if r.label == label), key=lambda r: r.steps)
-            means = [statistics.mean(r.ppl[length]) for r in members]
-            axis.plot([r.steps for r in members], means, marker="o", label=label)
-        axis.set(xscale="log", xlabel="fine-tuning steps at 4L", title=f"test ppl@{length}")
-        steps = sorted({r.steps for r in tuned})
-        axis.set_xticks(steps, [str(s) for s in steps])
-        axis.minorticks_off()
-        axis.legend(fontsize=7)
-    figure.tight_layout()
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
 
 
 def mean_curves(curves: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, list[float]]]:
@@ -451,7 +363,10 @@ def parser() -> argparse.ArgumentParser:
         "0: no fine-tuning",
     )
     found.add_argument("--eval-dir", type=Path, help="evaluations and fine-tunes (root/eval)")
-    found.add_argument("--out", type=Path, default=HERE, help="results.md, results.json, plots")
+    found.add_argument(
+        "--records", type=Path, help="run records (default: runs/<root's name> beside this file)"
+    )
+    found.add_argument("--out", type=Path, default=HERE, help="loss_vs_position.png")
     found.add_argument(
         "--seeds",
         type=lambda text: {int(s) for s in text.split(",")},
@@ -478,15 +393,14 @@ def main(argv: list[str] | None = None) -> int:
     if not runs:
         raise SystemExit(f"no completed context_extension training runs under {args.root}")
     out = args.eval_dir or args.root / "eval"
+    records = args.records or HERE / "runs" / args.root.name
     trained = {run["run_id"]: position_curves(run, "none", out) for run in runs}
     context = context_table(runs, trained)
     print(context, end="")
     out.mkdir(parents=True, exist_ok=True)
     (out / "context_use.md").write_text(context)
-    if args.check_context:
-        return 0
     failed = context_gate(runs, trained)
-    if failed and not args.no_context_gate:
+    if failed and not (args.no_context_gate or args.check_context):
         raise SystemExit(
             f"RoPE runs {', '.join(failed)} do not use their whole context at L (see "
             f"{out / 'context_use.md'}): train longer (trainer.max_epochs) or pass "
@@ -494,16 +408,18 @@ def main(argv: list[str] | None = None) -> int:
         )
     curves: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for run in _ordered(runs):
+        at_l = trained[run["run_id"]][str(run["config"]["data"]["context"])]
+        evaluation = {
+            "context_length": run["config"]["data"]["context"],
+            "context": {k: v for k, v in at_l.items() if k != "curve"},
+        }
         curves[f"{_position(run)}, as trained"].append(trained[run["run_id"]])
-    rows = collect(runs, args.finetune_steps, out, curves)
-    text = table(rows)
-    print(text, end="")
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "results.md").write_text(f"{text}\nContext use at L (per run):\n\n{context}")
-    (args.out / "results.json").write_text(json.dumps(as_json(rows), indent=1) + "\n")
-    plot(rows, args.out / "ppl_vs_length.png")
-    plot_budgets(rows, args.out / "finetune_budgets.png")
-    plot_panels(mean_curves(curves), args.out / "loss_vs_position.png")
+        if not args.check_context:
+            evaluation |= evaluate_run(run, args.finetune_steps, out, curves)
+        print(f"wrote {write_record(run, evaluation, records)}")
+    if not args.check_context:
+        args.out.mkdir(parents=True, exist_ok=True)
+        plot_panels(mean_curves(curves), args.out / "loss_vs_position.png")
     return 0
 
 

@@ -138,12 +138,13 @@ def run_position_losses(
     overrides: list[str],
     lengths: list[int],
     truncate: tuple[int, ...] = (),
+    split: str = "test",
 ) -> tuple[dict[int, Any], dict[int, Any]]:
-    """Per-window, per-position test losses of a training run's checkpoint at each length, and
-    at the lengths in `truncate` also its `truncated_losses` (for `context_use`); the network and
-    data rebuilt from the run's saved config with `overrides` applied (as `research-eval` does);
-    every test window the datamodule holds at a length is read (data.eval_tokens sets how many),
-    in evaluation batches of as many tokens as the task's own."""
+    """Per-window, per-position losses on `split` of a training run's checkpoint at each length,
+    and at the lengths in `truncate` also its `truncated_losses` (for `context_use`); the network
+    and data rebuilt from the run's saved config with `overrides` applied (as `research-eval`
+    does); every window of the split the datamodule holds at a length is read (data.eval_tokens
+    sets how many), in evaluation batches of as many tokens as the task's own."""
     from research.config.saved_run import saved_run_config
     from research.run.build import build_task
     from research.tasks.causal_lm import load_net_weights
@@ -151,13 +152,13 @@ def run_position_losses(
     config = saved_run_config(run_dir, overrides)
     datamodule, task = build_task(config)
     load_net_weights(task.net, checkpoint)
-    datamodule.setup("test")
+    datamodule.setup("test")  # builds the val and test windows
     data = datamodule.config
     found, truncated = {}, {}
     for length in lengths:
         if length not in data.lengths:
             raise ValueError(f"length {length} is not evaluated by {run_dir}: {data.lengths}")
-        windows = datamodule.splits["test"][data.lengths.index(length)]
+        windows = datamodule.splits[split][data.lengths.index(length)]
         batch = max(1, data.batch_size * data.context // length)
         found[length] = window_losses(task.net, windows, batch)
         if length in truncate:

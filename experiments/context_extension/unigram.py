@@ -1,15 +1,17 @@
 """The unigram baseline of the context-extension corpus: the test perplexity of predicting every
 held-out token from the train split's token frequencies alone (add-one smoothed), over the same
 tokens the models are scored on. A model that has learned anything beyond token frequencies
-beats it by a wide margin.
+beats it by a wide margin. Writes `unigram.json` beside this file, which derive.py reads.
 
     python experiments/context_extension/unigram.py [hydra overrides of the data config]
 """
 
 from __future__ import annotations
 
+import json
 import math
 import sys
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -38,6 +40,7 @@ def main(argv: list[str]) -> int:
         config = compose("train", ["experiment=context_extension", *argv])
     data = instantiate(OmegaConf.to_container(config.data, resolve=True))
     result = unigram(data)
+    (Path(__file__).parent / "unigram.json").write_text(json.dumps(result, indent=1) + "\n")
     print(
         f"unigram baseline over {result['tokens']} test tokens: loss {result['loss']:.4f} nats, "
         f"ppl {result['ppl']:.1f}, {result['bpb']:.3f} bits per byte"

@@ -90,27 +90,11 @@ def test_dynamic_at_factor_k_is_not_scale_k():
     assert torch.allclose(stretched.tables(4 * L, cpu)[0], at_13.tables(4 * L, cpu)[0], atol=1e-6)
 
 
-def test_metric_names_and_table_name_the_scale_per_length():
+def test_metric_names_per_length():
     metrics = {"test/ppl": 10.0, "test/ppl@256": 12.0, "test/ppl@128": 11.0}
     assert evaluate.ppl_at(metrics, 128, 128) == 10.0
     assert evaluate.ppl_at(metrics, 128, 256) == 12.0
     assert evaluate.ppl_at(metrics, 512, 128) == 11.0  # a run fine-tuned at 512
-    trained = evaluate.Row("rope, as trained")
-    trained.ppl.update({128: [10.0, 12.0], 256: [20.0, 22.0]})
-    tuned = evaluate.Row("rope + dynamic", steps=50)
-    tuned.ppl.update({128: [9.0], 256: [8.0]})
-    tuned.scale.update({128: 1.0, 256: 2.0})
-    rows = {row.name: row for row in (trained, tuned)}
-    lines = evaluate.table(rows).splitlines()
-    assert lines[0] == "| method | scale at 128/256 | n | ppl@128 | ppl@256 |"
-    assert "| rope, as trained | none | 2 | 11.00 ± 1.41 | 21.00 ± 1.41 |" in lines
-    assert "| rope + dynamic, fine-tuned 50 steps at 4L | 1/2 | 1 | 9.00 | 8.00 |" in lines
-    saved = evaluate.as_json(rows)["rope + dynamic, fine-tuned 50 steps at 4L"]
-    assert saved == {
-        "steps": 50,
-        "scale": {"128": 1.0, "256": 2.0},
-        "ppl": {"128": [9.0], "256": [8.0]},
-    }
 
 
 def _reads(n_windows: int, n: int, gain: float, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:

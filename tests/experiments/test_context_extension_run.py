@@ -54,7 +54,8 @@ def test_check_context_writes_curves_that_average_to_the_recorded_loss(tmp_path:
         assert train(_job_config("train", SMALL, run_dir)).status == "completed"
     recorded = json.loads((run_dir / "metrics.json").read_text())
     evaluate = _evaluate_module()
-    assert evaluate.main(["--root", str(root), "--check-context"]) == 0
+    records = tmp_path / "records"
+    assert evaluate.main(["--root", str(root), "--records", str(records), "--check-context"]) == 0
     folder = root / "eval" / recorded["run_id"] / "positions"
     curves = json.loads((folder / "as-trained.json").read_text())
     assert set(curves) == {"16", "32", "64"} and (folder / "as-trained.png").is_file()
@@ -63,6 +64,15 @@ def test_check_context_writes_curves_that_average_to_the_recorded_loss(tmp_path:
         mean = sum(entry["curve"]) / len(entry["curve"])  # every position has as many windows
         assert mean == pytest.approx(recorded["final"][key], rel=1e-5), length
         assert entry["windows"] == 1024 // int(length)
+    val = curves["16"]["val"]  # the criterion on the validation windows, where it gates
+    assert val["windows"] == 1024 // 16 and val["gain"] != curves["16"]["gain"]
     table = (root / "eval" / "context_use.md").read_text()
-    assert f"| rope |  | 0 | {curves['16']['loss_full']:.4f} |" in table
+    assert f"| rope |  | 0 | {val['gain']:.4f} [{val['low']:.4f}, " in table
     assert not list((root / "eval").glob("*-ft*"))  # no fine-tune ran
+    (path,) = records.glob("*.json")
+    record = json.loads(path.read_text())
+    assert path.name == "rope_s0.json" and record["run_id"] == recorded["run_id"]
+    assert record["final"]["test/loss"] == recorded["final"]["test/loss"]
+    saved = {k: v for k, v in curves["16"].items() if k != "curve"}
+    assert record["evaluation"] == {"context_length": 16, "context": saved}
+    assert str(tmp_path) not in path.read_text()  # no machine paths in a committed record

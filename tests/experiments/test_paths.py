@@ -9,7 +9,7 @@ from pathlib import Path
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
 # A path that starts at one of the usual roots of a machine's folders (not e.g. `network/`).
 MACHINE_PATH = re.compile(r"(?<![\w.~-])/(?:work|tmp|home|root|Users)/")
-NAMES = ("report.md", "runs.csv", "README.md", "results.md")
+NAMES = ("report.md", "runs.csv", "README.md")
 
 
 def _committed_files() -> list[Path]:

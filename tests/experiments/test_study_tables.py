@@ -58,3 +58,29 @@ def test_colbert_stdlib_runs_the_knobs_validation_chose():
     for variant in ("dense", "dense_partition1"):
         temperature = _last_value(dense[variant], "loss.temperature")
         assert float(temperature) == derive.chosen_temperature()
+
+
+def test_context_extension_trains_the_budget_validation_chose():
+    chosen = derive_module("context_extension").chosen_epochs()
+    conf = EXPERIMENTS.parent / "conf/experiment/context_extension.yaml"
+    config = yaml.safe_load(conf.read_text())
+    assert config["trainer"]["max_epochs"] == chosen == 8
+
+
+@pytest.mark.parametrize(
+    ("low", "high", "sign", "verdict"),
+    [
+        (0.5, 2.0, +1, "reproduced"),
+        (-2.0, -0.5, -1, "reproduced"),
+        (-2.0, -0.5, +1, "reversed"),
+        (0.5, 2.0, -1, "reversed"),
+        (-0.5, 2.0, +1, "not reproduced"),
+        (-0.5, 2.0, -1, "not reproduced"),
+    ],
+)
+def test_a_context_extension_claim_is_decided_by_the_side_of_0_its_interval_lies_on(
+    low: float, high: float, sign: int, verdict: str
+):
+    derive = derive_module("context_extension")
+    claim = derive.Comparison("c", "a - b", (1.0,), (0.0,), True, sign)
+    assert derive.Decided(claim, (low + high) / 2, low, high, 0.01, 0.02).verdict == verdict
