@@ -24,6 +24,7 @@ from typing import Any, NamedTuple
 import pandas as pd
 
 from research.reports.per_query import behind_value, compare_scores, score_matrices, verdict
+from research.reports.plots import save_figure
 from research.reports.readme_blocks import derive_cli
 from research.reports.run_records import read_records
 from research.reports.stats import ALPHA, CONFIDENCE, holm, mean_interval
@@ -355,12 +356,10 @@ def compute_block() -> str:
 def plot_test(path: Path) -> None:
     """Test nDCG@10 per model and partition: bars at the seed mean, a dot per seed, reference
     lines at BM25, the zero-shot dense model and random."""
-    import matplotlib
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 2, figsize=(8, 3.6), sharey=True)
+    fig = Figure(figsize=(8, 3.6))
+    axes = fig.subplots(1, 2, sharey=True)
     for ax, partition in zip(axes, PARTITIONS, strict=True):
         b = baseline(partition)
         for x, method in enumerate(("late", "dense")):
@@ -381,8 +380,7 @@ def plot_test(path: Path) -> None:
     axes[0].set_ylim(0, 1)
     axes[1].legend(loc="lower right", fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def blocks() -> dict[str, str]:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import math
 import statistics
+import sys
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
@@ -30,12 +31,16 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from research.reports.plots import save_figure
 from research.reports.readme_blocks import derive_cli
 from research.reports.run_records import read_records
 from research.reports.stats import holm, t_test, welch_test
 from research.reports.tables import signed
 
 HERE = Path(__file__).parent
+sys.path.insert(0, str(HERE))
+from position_loss import format_gain  # noqa: E402
+
 README = HERE / "README.md"
 STUDY, BUDGET = "context_extension", "context_extension_budget"
 POSITIONS = ("none", "learned", "sinusoidal", "rope")
@@ -85,8 +90,9 @@ def trained_ppl(record: dict[str, Any], n: int) -> float:
 
 def scaled_ppl(record: dict[str, Any], method: str, n: int) -> float:
     """RoPE under `method` at factor n / L read at n (dynamic NTK: its fixed factor, scale n /
-    L); at L every scaling is the identity, so the model as trained."""
-    if n == context_length(record):
+    L); at L every scaling is the identity, and method "none" is no scaling: the model as
+    trained."""
+    if method == "none" or n == context_length(record):
         return trained_ppl(record, n)
     return record["evaluation"]["scaled"][method][str(n)]["ppl"]
 
@@ -109,11 +115,15 @@ def context() -> int:
     return context_length(records(STUDY)[0])
 
 
+def budget_runs() -> list[dict[str, Any]]:
+    """The budget study's runs, from the shortest training to the longest."""
+    return sorted(records(BUDGET), key=lambda r: r["final"]["step"])
+
+
 def chosen_epochs() -> int:
     """The study's training budget: the smallest budget of the budget study at which the RoPE
     model meets the criterion on the validation windows (a knob, so chosen on validation)."""
-    runs = sorted(records(BUDGET), key=lambda r: r["final"]["step"])
-    met = [r for r in runs if r["evaluation"]["context"]["val"]["uses_whole_context"]]
+    met = [r for r in budget_runs() if r["evaluation"]["context"]["val"]["uses_whole_context"]]
     if not met:
         raise SystemExit(f"no budget of {BUDGET} meets the criterion on validation")
     key = "trainer.max_epochs="
@@ -135,10 +145,6 @@ def cell(values: list[float]) -> str:
     return f"{statistics.mean(values):.2f} ± {statistics.stdev(values):.2f}"
 
 
-def gain_cell(found: dict[str, Any]) -> str:
-    return f"{found['gain']:.4f} [{found['low']:.4f}, {found['high']:.4f}]"
-
-
 def yes_no(value: bool) -> str:
     return "yes" if value else "no"
 
@@ -148,7 +154,7 @@ def yes_no(value: bool) -> str:
 
 def budget_block() -> str:
     """The RoPE model at each training budget: perplexities, wall time, the criterion."""
-    runs = sorted(records(BUDGET), key=lambda r: r["final"]["step"])
+    runs = budget_runs()
     ns = lengths(runs[0])
     lines = [
         "| budget | steps | "
@@ -161,7 +167,7 @@ def budget_block() -> str:
         lines.append(
             f"| {run['variant']} | {run['final']['step']:,} | "
             + " | ".join(f"{trained_ppl(run, n):.1f}" for n in ns)
-            + f" | {run['wall_time_s']:.0f} s | {gain_cell(found['val'])} | {gain_cell(found)} "
+            + f" | {run['wall_time_s']:.0f} s | {format_gain(found['val'])} | {format_gain(found)} "
             f"| {yes_no(found['val']['uses_whole_context'])} |"
         )
     return "\n".join(lines)
@@ -238,9 +244,7 @@ def finetuned_block() -> str:
         out.append("|---|---:|---:|" + "---:|" * len(steps))
         for method in ("none", *SCALINGS):
             scale = rope[0]["evaluation"]["finetuned"][str(steps[0])][method]["scale"][str(n)]
-            before = [
-                trained_ppl(r, n) if method == "none" else scaled_ppl(r, method, n) for r in rope
-            ]
+            before = [scaled_ppl(r, method, n) for r in rope]
             after = [cell([tuned_ppl(r, method, s, n) for r in rope]) for s in steps]
             row = f"| {METHOD_NAMES[method]} | {scale:g} | {cell(before)} | "
             out.append(row + " | ".join(after) + " |")
@@ -259,8 +263,8 @@ def context_block() -> str:
         for run in runs_of(position):
             found = run["evaluation"]["context"]
             lines.append(
-                f"| {POSITION_NAMES[position]} | {run['seed']} | {gain_cell(found['val'])} | "
-                f"{yes_no(found['val']['uses_whole_context'])} | {gain_cell(found)} | "
+                f"| {POSITION_NAMES[position]} | {run['seed']} | {format_gain(found['val'])} | "
+                f"{yes_no(found['val']['uses_whole_context'])} | {format_gain(found)} | "
                 f"{yes_no(found['uses_whole_context'])} |"
             )
     return "\n".join(lines)
@@ -487,13 +491,11 @@ def plot_lengths(path: Path) -> None:
     """Perplexity against evaluation length: the schemes as trained and RoPE's scalings without
     fine-tuning, and each scaling after the largest fine-tuning budget; the y axis stops at
     PLOT_CEILING, and a scheme that did not learn is named under the panel instead."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
 
     ns, rope, last = study_lengths(), runs_of("rope"), budgets()[-1]
-    figure, axes = plt.subplots(1, 2, figsize=(11, 4.5), sharey=True)
+    figure = Figure(figsize=(11, 4.5))
+    axes = figure.subplots(1, 2, sharey=True)
     off_scale = [POSITION_NAMES[p] for p in POSITIONS if not learned(p)]
     for position in POSITIONS:
         if learned(position):
@@ -517,27 +519,22 @@ def plot_lengths(path: Path) -> None:
         note = "off scale: " + ", ".join(off_scale)
         axes[0].text(0.02, 0.02, note, fontsize=7, transform=axes[0].transAxes)
     figure.tight_layout()
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
+    save_figure(figure, path)
 
 
 def plot_budgets(path: Path) -> None:
     """Perplexity at 4L and 8L against the fine-tuning budget (0: no fine-tuning), one line per
     scaling: how fast each recovers, the subject of PI's and YaRN's claims."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
 
     rope, steps, ns = runs_of("rope"), budgets(), study_lengths()
     shown = [n for n in ns if n >= 4 * ns[0]]
-    figure, axes = plt.subplots(1, len(shown), figsize=(5.5 * len(shown), 4.5), squeeze=False)
+    figure = Figure(figsize=(5.5 * len(shown), 4.5))
+    axes = figure.subplots(1, len(shown), squeeze=False)
     xs = list(range(len(steps) + 1))
     for axis, n in zip(axes[0], shown, strict=True):
         for method in ("none", *SCALINGS):
-            before = [
-                trained_ppl(r, n) if method == "none" else scaled_ppl(r, method, n) for r in rope
-            ]
+            before = [scaled_ppl(r, method, n) for r in rope]
             values = [before, *([tuned_ppl(r, method, s, n) for r in rope] for s in steps)]
             _series(axis, METHOD_NAMES[method], xs, values)
         axis.set(xlabel="fine-tuning steps at 4L", title=f"test ppl@{n}")
@@ -545,8 +542,7 @@ def plot_budgets(path: Path) -> None:
         axis.legend(fontsize=7)
     axes[0][0].set(ylabel="test ppl (mean ± std over seeds)")
     figure.tight_layout()
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
+    save_figure(figure, path)
 
 
 def plots() -> None:

@@ -1,6 +1,6 @@
 """The evaluation step of the context-extension study: how much context the models use, RoPE
 scaling at the matching scales without fine-tuning and after short fine-tunes at 4L of several
-budgets, then the tables and the plots.
+budgets, written as one record per run for derive.py's tables and plots.
 
     research-ablate context_extension
     python experiments/context_extension/evaluate.py [--finetune-steps 25,50,100,200]
@@ -53,8 +53,10 @@ HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
 from position_loss import (  # noqa: E402
     context_use,
+    format_gain,
+    load_checkpoint,
     plot_panels,
-    run_position_losses,
+    split_losses,
     summary,
     write_curves,
 )
@@ -207,17 +209,14 @@ def position_curves(run: dict[str, Any], method: str, out: Path) -> dict[str, An
     checkpoint = Path(run["run_dir"]) / run["best"]["checkpoint"]
     for k, group in groups.items():
         overrides = scaling_overrides(method, k, context) if method != "none" else []
+        datamodule, net = load_checkpoint(Path(run["run_dir"]), checkpoint, overrides)
         truncate = (context,) if method == "none" else ()
-        found, cut = run_position_losses(
-            Path(run["run_dir"]), checkpoint, overrides, group, truncate
-        )
+        found, cut = split_losses(datamodule, net, group, truncate)
         losses.update(found)
         truncated.update(cut)
     curves = summary(dict(sorted(losses.items())), truncated)
-    if method == "none":
-        full, cut = run_position_losses(
-            Path(run["run_dir"]), checkpoint, [], [context], (context,), split="val"
-        )
+    if method == "none":  # one group: the model as trained, still loaded
+        full, cut = split_losses(datamodule, net, [context], (context,), split="val")
         curves[str(context)]["val"] = context_use(full[context], cut[context])._asdict()
     title = f"{_position(run)} seed {run['seed']}, {name}"
     write_curves(curves, title, folder, name)
@@ -247,8 +246,7 @@ def context_table(runs: list[dict[str, Any]], trained: dict[str, dict[str, Any]]
     for run in _ordered(runs):
         test = trained[run["run_id"]][str(run["config"]["data"]["context"])]
         cells = [
-            f"{v['gain']:.4f} [{v['low']:.4f}, {v['high']:.4f}] | "
-            + ("yes" if v["uses_whole_context"] else "no")
+            f"{format_gain(v)} | {'yes' if v['uses_whole_context'] else 'no'}"
             for v in (test["val"], test)
         ]
         lines.append(
@@ -371,7 +369,8 @@ def parser() -> argparse.ArgumentParser:
         "--seeds",
         type=lambda text: {int(s) for s in text.split(",")},
         help="only these seeds, e.g. 0,1 (to share the work between processes; a last call "
-        "without --seeds reads every finished evaluation back and writes the whole table)",
+        "without --seeds reads every finished evaluation back and draws loss_vs_position.png "
+        "over all seeds)",
     )
     found.add_argument(
         "--check-context",

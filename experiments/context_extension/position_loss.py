@@ -132,38 +132,47 @@ def truncated_losses(net: Any, windows: Any, batch_size: int) -> Any:
     return window_losses(net, windows, batch_size, start=n // 2)
 
 
-def run_position_losses(
-    run_dir: Path,
-    checkpoint: Path,
-    overrides: list[str],
-    lengths: list[int],
-    truncate: tuple[int, ...] = (),
-    split: str = "test",
-) -> tuple[dict[int, Any], dict[int, Any]]:
-    """Per-window, per-position losses on `split` of a training run's checkpoint at each length,
-    and at the lengths in `truncate` also its `truncated_losses` (for `context_use`); the network
-    and data rebuilt from the run's saved config with `overrides` applied (as `research-eval`
-    does); every window of the split the datamodule holds at a length is read (data.eval_tokens
-    sets how many), in evaluation batches of as many tokens as the task's own."""
+def load_checkpoint(run_dir: Path, checkpoint: Path, overrides: list[str]) -> tuple[Any, Any]:
+    """The datamodule (its val and test windows built) and the network of a training run's
+    checkpoint, rebuilt from the run's saved config with `overrides` applied (as `research-eval`
+    does): loaded once, read by `split_losses` for as many splits and lengths as needed."""
     from research.config.saved_run import saved_run_config
     from research.run.build import build_task
     from research.tasks.causal_lm import load_net_weights
 
-    config = saved_run_config(run_dir, overrides)
-    datamodule, task = build_task(config)
+    datamodule, task = build_task(saved_run_config(run_dir, overrides))
     load_net_weights(task.net, checkpoint)
     datamodule.setup("test")  # builds the val and test windows
+    return datamodule, task.net
+
+
+def split_losses(
+    datamodule: Any,
+    net: Any,
+    lengths: list[int],
+    truncate: tuple[int, ...] = (),
+    split: str = "test",
+) -> tuple[dict[int, Any], dict[int, Any]]:
+    """Per-window, per-position losses of `net` on `split` at each length, and at the lengths
+    in `truncate` also its `truncated_losses` (for `context_use`); every window of the split the
+    datamodule holds at a length is read (data.eval_tokens sets how many), in evaluation batches
+    of as many tokens as the task's own."""
     data = datamodule.config
     found, truncated = {}, {}
     for length in lengths:
         if length not in data.lengths:
-            raise ValueError(f"length {length} is not evaluated by {run_dir}: {data.lengths}")
+            raise ValueError(f"length {length} is not evaluated by this run: {data.lengths}")
         windows = datamodule.splits[split][data.lengths.index(length)]
         batch = max(1, data.batch_size * data.context // length)
-        found[length] = window_losses(task.net, windows, batch)
+        found[length] = window_losses(net, windows, batch)
         if length in truncate:
-            truncated[length] = truncated_losses(task.net, windows, batch)
+            truncated[length] = truncated_losses(net, windows, batch)
     return found, truncated
+
+
+def format_gain(found: dict[str, Any]) -> str:
+    """A `ContextUse`'s gain with its interval, as the study's tables print it."""
+    return f"{found['gain']:.4f} [{found['low']:.4f}, {found['high']:.4f}]"
 
 
 def summary(losses: dict[int, Any], truncated: dict[int, Any] | None = None) -> dict[str, Any]:
