@@ -10,11 +10,17 @@ from pathlib import Path
 
 import lightning as L
 import pytest
+import torch
 from hydra import compose, initialize_config_dir
 from hydra.core.override_parser.overrides_parser import OverridesParser
+from lightning.pytorch.callbacks import LearningRateMonitor, ModelCheckpoint
+from lightning.pytorch.loggers import CSVLogger
 from omegaconf import DictConfig, ListConfig, OmegaConf
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
 
 from research import compat
+from research.callbacks.last_checkpoint import LastCheckpoint
 from research.config.paths import config_dir
 
 
@@ -150,3 +156,59 @@ def test_inductor_cpp_compilers_follow_inductors_setting():
     with config.patch({"cpp.cxx": (None, "my-g++")}):
         assert compat.inductor_cpp_compilers() == ["my-g++"]
     assert compat.inductor_cpp_compilers()  # g++ or $CXX here
+
+
+class CountsBatchEnds(L.Callback):
+    def __init__(self) -> None:
+        self.ends = 0
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+        self.ends += 1
+
+
+class Tiny(L.LightningModule):
+    def __init__(self) -> None:
+        super().__init__()
+        self.layer = nn.Linear(2, 1)
+
+    def training_step(self, batch, batch_idx):
+        return self.layer(batch[0]).pow(2).mean()
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=0.1)
+
+
+def test_lightning_skip_empty_batch_hooks_nones_only_the_inherited_empty_ones():
+    counts, last = CountsBatchEnds(), LastCheckpoint(dirpath="checkpoints")
+    compat.lightning_skip_empty_batch_hooks([counts, last])
+    assert callable(counts.on_train_batch_end)
+    kept = [h for h in compat.LIGHTNING_PER_BATCH_HOOKS if getattr(counts, h) is not None]
+    assert kept == ["on_train_batch_end"]
+    # Inherited from ModelCheckpoint, which implements it: kept.
+    assert callable(last.on_train_batch_end)
+    assert last.on_before_backward is None
+
+
+def _fit(folder: Path, skip: bool) -> tuple[int, dict[str, list[float]], list[str]]:
+    """Batch ends seen, the lrs LearningRateMonitor logged and the checkpoints written."""
+    counts, lrs = CountsBatchEnds(), LearningRateMonitor()
+    trainer = L.Trainer(
+        accelerator="cpu",
+        max_epochs=2,
+        logger=CSVLogger(folder / "csv"),
+        log_every_n_steps=1,
+        enable_progress_bar=False,
+        callbacks=[counts, ModelCheckpoint(dirpath=folder / "checkpoints"), lrs],
+    )
+    if skip:
+        compat.lightning_skip_empty_batch_hooks(trainer.callbacks)
+    torch.manual_seed(0)
+    trainer.fit(Tiny(), DataLoader(TensorDataset(torch.randn(12, 2)), batch_size=4))
+    return counts.ends, lrs.lrs, sorted(p.name for p in (folder / "checkpoints").iterdir())
+
+
+def test_lightning_skip_empty_batch_hooks_leaves_a_fit_unchanged(tmp_path: Path):
+    skipped = _fit(tmp_path / "skipped", skip=True)
+    assert skipped == _fit(tmp_path / "dispatched", skip=False)
+    assert skipped[0] == 6
+    assert skipped[2] == ["epoch=1-step=6.ckpt"]

@@ -31,13 +31,14 @@ def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 # colbert_stdlib encodes its corpus with MiniLM even for one batch: over a minute on 2 cores;
-# transformer_mlm_stdlib and transformer_stdlib_modules tokenize the stdlib's docstrings first
-# (about 10 s each); transformer_listops about 3.5 s.
+# transformer_mlm_stdlib, transformer_stdlib_modules and xiong2020 (data=stdlib_modules)
+# tokenize the stdlib's docstrings first (about 10 s each); transformer_listops about 3.5 s.
 SLOW = {
     "colbert_stdlib",
     "transformer_mlm_stdlib",
     "transformer_stdlib_modules",
     "transformer_listops",
+    "xiong2020",
 }
 
 

@@ -13,7 +13,7 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from research.models.cnn import CNN
 from research.optim.schedulers import linear_with_warmup
-from research.tasks.classification import ClassificationModule
+from research.tasks.classification import ClassificationModule, count_correct
 
 LR = 1e-2
 
@@ -218,3 +218,31 @@ def test_each_evaluation_length_gets_its_own_metrics():
         for k, v in result.items()
     }
     assert {"test/acc", "test/acc@17", "test/acc_top3@17"} <= set(tested)
+
+
+@pytest.mark.parametrize("k", [1, 3])
+@pytest.mark.parametrize("shape", [(64, 7), (16, 7, 5)])
+def test_count_correct_agrees_with_torchmetrics_accuracy(k: int, shape: tuple[int, ...]):
+    from torchmetrics.classification import MulticlassAccuracy
+
+    generator = torch.Generator().manual_seed(k)
+    logits = torch.randn(*shape, generator=generator)
+    targets = torch.randint(0, shape[1], (shape[0], *shape[2:]), generator=generator)
+    reference = MulticlassAccuracy(shape[1], top_k=k, average="micro")(logits, targets)
+    assert float(count_correct(logits, targets, k)) / targets.numel() == pytest.approx(
+        float(reference)
+    )
+
+
+def test_epoch_metrics_are_over_every_example_when_the_last_batch_is_smaller():
+    """27 examples in batches of 8 (8, 8, 8, 3): the epoch values are those of the whole set."""
+    module = _module()
+    data = _loader(n=27, batch=8, seed=3)
+    (tested,) = _trainer().test(module, data, verbose=False)
+    images, targets = data.dataset.tensors
+    with torch.no_grad():
+        logits = module.net.eval()(images)
+    assert tested["test/loss"] == pytest.approx(float(nn.functional.cross_entropy(logits, targets)))
+    assert tested["test/acc"] == pytest.approx(float((logits.argmax(1) == targets).float().mean()))
+    top3 = (logits.topk(3, dim=1).indices == targets[:, None]).any(1).float().mean()
+    assert tested["test/acc_top3"] == pytest.approx(float(top3))

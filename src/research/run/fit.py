@@ -17,6 +17,7 @@ from lightning.pytorch.loggers import Logger
 from lightning.pytorch.utilities import rank_zero_only
 from omegaconf import DictConfig
 
+from research import compat
 from research.callbacks.checkpoint_state import ReanchorCheckpoints, RunIdentity
 from research.callbacks.divergence import DivergenceGuard
 from research.callbacks.epochs import EpochHistory, EpochSeed
@@ -170,6 +171,7 @@ def _fit(config: dict[str, Any], record: RunRecord, loggers: list[Logger]) -> An
         default_root_dir=str(run_dir),
         plugins=_plugins(config["trainer"]),
     )
+    compat.lightning_skip_empty_batch_hooks(trainer.callbacks)  # Lightning's own too
     record.fields.update(
         monitor=checkpoint.monitor if checkpoint else None,
         mode=checkpoint.mode if checkpoint else None,
