@@ -39,7 +39,7 @@ from research.reports.tables import signed
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
-from position_loss import format_gain  # noqa: E402
+from position_loss import context_cells, format_gain  # noqa: E402
 
 README = HERE / "README.md"
 STUDY, BUDGET = "context_extension", "context_extension_budget"
@@ -145,10 +145,6 @@ def cell(values: list[float]) -> str:
     return f"{statistics.mean(values):.2f} ± {statistics.stdev(values):.2f}"
 
 
-def yes_no(value: bool) -> str:
-    return "yes" if value else "no"
-
-
 # --- tables ---------------------------------------------------------------------------------
 
 
@@ -168,7 +164,7 @@ def budget_block() -> str:
             f"| {run['variant']} | {run['final']['step']:,} | "
             + " | ".join(f"{trained_ppl(run, n):.1f}" for n in ns)
             + f" | {run['wall_time_s']:.0f} s | {format_gain(found['val'])} | {format_gain(found)} "
-            f"| {yes_no(found['val']['uses_whole_context'])} |"
+            f"| {'yes' if found['val']['uses_whole_context'] else 'no'} |"
         )
     return "\n".join(lines)
 
@@ -262,11 +258,7 @@ def context_block() -> str:
     for position in POSITIONS:
         for run in runs_of(position):
             found = run["evaluation"]["context"]
-            lines.append(
-                f"| {POSITION_NAMES[position]} | {run['seed']} | {format_gain(found['val'])} | "
-                f"{yes_no(found['val']['uses_whole_context'])} | {format_gain(found)} | "
-                f"{yes_no(found['uses_whole_context'])} |"
-            )
+            lines.append(f"| {POSITION_NAMES[position]} | {run['seed']} | {context_cells(found)} |")
     return "\n".join(lines)
 
 

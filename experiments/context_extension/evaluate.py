@@ -52,8 +52,8 @@ DYNAMIC_FACTOR = 1
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
 from position_loss import (  # noqa: E402
+    context_cells,
     context_use,
-    format_gain,
     load_checkpoint,
     plot_panels,
     split_losses,
@@ -244,15 +244,10 @@ def context_table(runs: list[dict[str, Any]], trained: dict[str, dict[str, Any]]
         "|---|---|---:|---:|---|---:|---|",
     ]
     for run in _ordered(runs):
-        test = trained[run["run_id"]][str(run["config"]["data"]["context"])]
-        cells = [
-            f"{format_gain(v)} | {'yes' if v['uses_whole_context'] else 'no'}"
-            for v in (test["val"], test)
-        ]
+        found = trained[run["run_id"]][str(run["config"]["data"]["context"])]
         lines.append(
             f"| {_position(run)} | {run.get('variant') or ''} | {run['seed']} | "
-            + " | ".join(cells)
-            + " |"
+            f"{context_cells(found)} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -302,9 +297,8 @@ def write_record(run: dict[str, Any], evaluation: dict[str, Any], folder: Path) 
     from research.reports.run_records import run_record
     from research.utils.atomic import write_json_atomic
 
-    identity = {key: run.get(key) for key in ("run_id", "config_hash", "status", "monitor")}
+    identity = {key: run.get(key) for key in ("run_id", "config_hash", "status", "monitor", "mode")}
     identity |= {"variant": run.get("variant") or _position(run), "seed": run["seed"]}
-    identity["mode"] = run.get("mode")
     record = run_record(Path(run["run_dir"]), identity) | {"evaluation": evaluation}
     path = folder / f"{identity['variant']}_s{run['seed']}.json"
     folder.mkdir(parents=True, exist_ok=True)

@@ -175,6 +175,15 @@ def format_gain(found: dict[str, Any]) -> str:
     return f"{found['gain']:.4f} [{found['low']:.4f}, {found['high']:.4f}]"
 
 
+def context_cells(found: dict[str, Any]) -> str:
+    """The criterion at L of one run as four table cells: gain [interval] and verdict on the
+    validation windows (`found["val"]`), then on the test windows (`found` itself)."""
+    return " | ".join(
+        f"{format_gain(v)} | {'yes' if v['uses_whole_context'] else 'no'}"
+        for v in (found["val"], found)
+    )
+
+
 def summary(losses: dict[int, Any], truncated: dict[int, Any] | None = None) -> dict[str, Any]:
     """What a curve's json holds per length: the mean loss at each position (over windows) and
     the number of windows; at the lengths `truncated` has, also the criterion's numbers."""

@@ -8,7 +8,6 @@ beats it by a wide margin. Writes `unigram.json` beside this file, which derive.
 
 from __future__ import annotations
 
-import json
 import math
 import sys
 from pathlib import Path
@@ -21,6 +20,7 @@ from omegaconf import OmegaConf
 
 from research.config.paths import config_dir
 from research.config.resolvers import register_resolvers
+from research.utils.atomic import write_json_atomic
 
 
 def unigram(data) -> dict[str, float]:  # noqa: ANN001 - a LanguageModelDataModule
@@ -40,7 +40,7 @@ def main(argv: list[str]) -> int:
         config = compose("train", ["experiment=context_extension", *argv])
     data = instantiate(OmegaConf.to_container(config.data, resolve=True))
     result = unigram(data)
-    (Path(__file__).parent / "unigram.json").write_text(json.dumps(result, indent=1) + "\n")
+    write_json_atomic(Path(__file__).parent / "unigram.json", result)
     print(
         f"unigram baseline over {result['tokens']} test tokens: loss {result['loss']:.4f} nats, "
         f"ppl {result['ppl']:.1f}, {result['bpb']:.3f} bits per byte"

@@ -89,8 +89,9 @@ def lightning_skip_empty_batch_hooks(callbacks: Iterable[Any]) -> None:
     """Take each per-batch hook a callback inherits unchanged from `Callback` out of Lightning's
     dispatch, by setting it to None on the instance. Lightning calls every hook on every
     callback inside a profiler context named after it, a few microseconds whether it does
-    anything or not: about 70 calls a training step with a run's ten callbacks. Its dispatch
-    (`trainer/call.py`) skips a hook attribute that is not callable; no public switch does."""
+    anything or not: about 70 calls a training step with a default run's eleven callbacks. Its
+    dispatch (`trainer/call.py`) skips a hook attribute that is not callable; no public switch
+    does."""
     from lightning.pytorch.callbacks import Callback
 
     for callback in callbacks:
