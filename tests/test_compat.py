@@ -74,6 +74,35 @@ def test_wandb_logger_started_and_without_anonymous(tmp_path: Path):
     assert compat.wandb_logger_started(logger)
 
 
+_LAUNCH_PROBE = """
+import sys, wandb
+from research import compat
+compat.wandb_skip_unstaged_launch_inputs()
+compat.wandb_skip_unstaged_launch_inputs()  # a second call must not wrap the wrapper
+applied = []
+if sys.argv[1] == "staged":
+    from wandb.sdk.launch.inputs import internal
+    internal.StagedLaunchInputs.apply = lambda self, run: applied.append(run.id)
+run = wandb.init(mode="offline", dir=sys.argv[2], settings=wandb.Settings(silent=True))
+run.finish()
+print(compat.WANDB_LAUNCH_INPUTS in sys.modules, applied == [run.id])
+"""
+
+
+@pytest.mark.parametrize(("staged", "expected"), [("none", "False False"), ("staged", "True True")])
+def test_wandb_skip_unstaged_launch_inputs_applies_inputs_only_where_some_can_be_staged(
+    tmp_path: Path, staged: str, expected: str
+):
+    """A fresh process each: whether W&B Launch's module is imported is per process."""
+    done = subprocess.run(
+        [sys.executable, "-c", _LAUNCH_PROBE, staged, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert done.stdout.split("\n")[-2] == expected
+
+
 def test_wandb_record_parses_a_run_files_records():
     record = compat.wandb_record()()
     record.history.item.add(key="loss", value_json="0.5")

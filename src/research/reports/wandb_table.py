@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from research import compat
 from research.reports.export import cells
 from research.reports.runs import relative_run_dirs
 
@@ -46,6 +47,7 @@ def log_report(report: Report) -> str:
     if mode == "disabled":
         return "wandb: mode is disabled; nothing logged"
     group = _most_common(runs["wandb.group"])
+    compat.wandb_skip_unstaged_launch_inputs()
     run = wandb.init(
         project=_most_common(runs["wandb.project"]) or "research",
         group=group,

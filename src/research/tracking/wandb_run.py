@@ -41,6 +41,7 @@ def build_loggers(
             continue
         extra: dict[str, Any] = {"save_dir": str(run_dir)}
         if cfg["_target_"].endswith("WandbLogger"):
+            compat.wandb_skip_unstaged_launch_inputs()
             used_id = cfg.get("id") or wandb_id or _new_wandb_id()
             extra.update(id=used_id, resume="allow" if wandb_id else None)
             if not cfg.get("name") and name:
