@@ -241,3 +241,20 @@ def test_lightning_skip_empty_batch_hooks_leaves_a_fit_unchanged(tmp_path: Path)
     assert skipped == _fit(tmp_path / "dispatched", skip=False)
     assert skipped[0] == 6
     assert skipped[2] == ["epoch=1-step=6.ckpt"]
+
+
+def test_lightning_checkpoint_saved_last_is_the_step_and_path_of_the_latest_save(tmp_path: Path):
+    checkpoint = ModelCheckpoint(dirpath=tmp_path, save_top_k=-1)
+    trainer = L.Trainer(
+        accelerator="cpu",
+        max_epochs=2,
+        logger=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        callbacks=[checkpoint],
+    )
+    trainer.fit(Tiny(), DataLoader(TensorDataset(torch.randn(12, 2)), batch_size=4))
+    assert compat.lightning_checkpoint_saved_last(checkpoint) == (
+        6,
+        str(tmp_path / "epoch=1-step=6.ckpt"),
+    )

@@ -100,6 +100,13 @@ def lightning_skip_empty_batch_hooks(callbacks: Iterable[Any]) -> None:
                 setattr(callback, name, None)
 
 
+def lightning_checkpoint_saved_last(callback: Any) -> tuple[int, str]:
+    """The global step and the path of a `ModelCheckpoint`'s latest save. Lightning keeps both
+    (for its `save_last="link"`) but exposes neither; `last_model_path` is only set by
+    `save_last`, and `best_model_path` may be an older save than the latest."""
+    return callback._last_global_step_saved, callback._last_checkpoint_saved  # noqa: SLF001
+
+
 def wandb_logger_started(logger: Any) -> bool:
     """Whether a Lightning WandbLogger has created its W&B run; its `experiment` property would
     start one, so finishing a job that never logged must look at the private attribute."""

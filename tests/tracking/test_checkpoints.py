@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 
@@ -132,3 +133,40 @@ def test_an_async_write_keeps_tied_weights_one_tensor(tmp_path: Path):
     saved = read_checkpoint(path)["state_dict"]
     assert saved["embed.weight"].data_ptr() == saved["head.weight"].data_ptr()
     assert path.stat().st_size < shared.numel() * 4 * 1.5  # one copy on disk, not two
+
+
+def test_a_save_of_the_same_state_links_to_the_file_saved_just_before(tmp_path: Path):
+    writer, best, last = AsyncAtomicCheckpointIO(), tmp_path / "best.ckpt", tmp_path / "last.ckpt"
+    writer.save_checkpoint(_checkpoint(), str(best))
+    with writer.same_state_as(str(best)):
+        writer.save_checkpoint({"not": "written"}, str(last))
+    writer.teardown()
+    assert last.samefile(best)
+    assert read_checkpoint(last)["epoch"] == 1
+
+
+def test_a_save_of_the_same_state_as_an_older_file_is_a_plain_save(tmp_path: Path):
+    writer = AsyncAtomicCheckpointIO()
+    first, second, last = (tmp_path / name for name in ("first.ckpt", "second.ckpt", "last.ckpt"))
+    writer.save_checkpoint(_checkpoint(), str(first))
+    writer.save_checkpoint(_checkpoint(2), str(second))
+    with writer.same_state_as(str(first)):  # not the latest save: another came between
+        writer.save_checkpoint(_checkpoint(3), str(last))
+    writer.teardown()
+    assert not last.samefile(first) and not last.samefile(second)
+    assert read_checkpoint(last)["state_dict"]["w"].numel() == 3
+
+
+def test_without_hard_links_the_same_state_is_copied(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    def no_links(source: object, target: object) -> None:
+        raise OSError(errno.EPERM, "Operation not permitted")  # e.g. a FAT or network mount
+
+    writer, best, last = AtomicCheckpointIO(), tmp_path / "best.ckpt", tmp_path / "last.ckpt"
+    writer.save_checkpoint(_checkpoint(), best)
+    monkeypatch.setattr(os, "link", no_links)
+    writer.link_checkpoint(best, last)
+    assert not last.samefile(best)
+    assert last.read_bytes() == best.read_bytes()
+    assert remove_leftovers(tmp_path) == []

@@ -5,13 +5,22 @@ top-k checkpoint at the same step, so with a monitor `last.ckpt` holds the last 
 improved it: a resume redoes the epochs after it, and `research-eval ckpt=last` scores stale
 weights. So the configured callback keeps the best checkpoints only, and a second
 `ModelCheckpoint` without a monitor, which saves at every point it checks, writes `last.ckpt`.
+
+Where the best checkpoint was saved at the same step, `last.ckpt` is a hard link to that file, as
+Lightning's `save_last="link"` points at it: the same training state, without serializing and
+writing it twice. The file stays a file of its own name: the next best replaces `best.ckpt`
+with a new file and leaves it alone.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import lightning as L
 from lightning.pytorch.callbacks import ModelCheckpoint
+
+from research import compat
+from research.tracking.checkpoints import AsyncAtomicCheckpointIO
 
 
 class LastCheckpoint(ModelCheckpoint):
@@ -39,6 +48,33 @@ class LastCheckpoint(ModelCheckpoint):
             # One fixed file: never `last-v1.ckpt` beside the previous run's `last.ckpt`.
             enable_version_counter=False,
         )
+
+    def _save_checkpoint(self, trainer: L.Trainer, filepath: str) -> None:
+        """Lightning's save, linked to the file another checkpoint callback saved at this step
+        (see the module's docstring); Lightning's bookkeeping after a save is unchanged."""
+        writer = trainer.strategy.checkpoint_io
+        source = self._saved_at_this_step(trainer)
+        if source is None or not isinstance(writer, AsyncAtomicCheckpointIO):
+            super()._save_checkpoint(trainer, filepath)
+            return
+        with writer.same_state_as(source):
+            super()._save_checkpoint(trainer, filepath)
+
+    def _saved_at_this_step(self, trainer: L.Trainer) -> str | None:
+        """The file a checkpoint callback before this one saved at the current step, of the same
+        kind (whole or weights only)."""
+        for callback in trainer.checkpoint_callbacks:
+            if callback is self:
+                return None
+            if isinstance(callback, ModelCheckpoint):
+                step, path = compat.lightning_checkpoint_saved_last(callback)
+                if (
+                    step == trainer.global_step
+                    and path
+                    and callback.save_weights_only == self.save_weights_only
+                ):
+                    return path
+        return None
 
 
 def split_last(node: dict[str, Any]) -> tuple[dict[str, Any], LastCheckpoint | None]:

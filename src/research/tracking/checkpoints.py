@@ -15,8 +15,9 @@ import io
 import pickle
 import re
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,7 @@ from lightning.fabric.plugins import CheckpointIO
 from lightning.pytorch.plugins.io import TorchCheckpointIO
 from lightning_utilities.core.apply_func import apply_to_collection
 
-from research.utils.atomic import write_atomic
+from research.utils.atomic import link_atomic, write_atomic
 
 
 class CheckpointError(ValueError):
@@ -82,14 +83,24 @@ class AtomicCheckpointIO(TorchCheckpointIO):
             return
         buffer = io.BytesIO()
         torch.save(checkpoint, buffer)
-        try:
+        with _write_errors(path):
             write_atomic(Path(path), buffer.getvalue())
-        except OSError as err:
-            if err.errno in (errno.ENOSPC, errno.EDQUOT):
-                raise CheckpointWriteError(
-                    f"no space left on device while writing {path}"
-                ) from None
-            raise CheckpointWriteError(f"{err.strerror or err} while writing {path}") from None
+
+    def link_checkpoint(self, source: Any, path: Any) -> None:
+        """`path` becomes the file `source` is (a hard link), atomically and durably."""
+        with _write_errors(path):
+            link_atomic(Path(source), Path(path))
+
+
+@contextmanager
+def _write_errors(path: Any) -> Iterator[None]:
+    """An OSError while writing `path` as one line naming it (a full disk said as such)."""
+    try:
+        yield
+    except OSError as err:
+        if err.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise CheckpointWriteError(f"no space left on device while writing {path}") from None
+        raise CheckpointWriteError(f"{err.strerror or err} while writing {path}") from None
 
 
 def _snapshot(checkpoint: dict[str, Any]) -> dict[str, Any]:
@@ -127,12 +138,32 @@ class AsyncAtomicCheckpointIO(CheckpointIO):
         self.max_pending = max_pending
         self._executor: ThreadPoolExecutor | None = None
         self._pending: deque[Future[None]] = deque()
+        self._last_saved: str | None = None  # the path of the latest save
+        self._same_as: str | None = None  # see `same_state_as`
+
+    @contextmanager
+    def same_state_as(self, source: str) -> Iterator[None]:
+        """A save inside this block holds the same training state as `source`, the file this
+        writer saved last: it becomes a hard link to that file once written, with no second
+        serialization and write. Where `source` is not that file (another save came between, or
+        it went elsewhere, e.g. a sharded folder), the save is a plain one."""
+        self._same_as = source
+        try:
+            yield
+        finally:
+            self._same_as = None
 
     def save_checkpoint(
         self, checkpoint: dict[str, Any], path: Any, storage_options: Any | None = None
     ) -> None:
-        snapshot = _snapshot(checkpoint)
-        self._submit(self.writer.save_checkpoint, snapshot, path, storage_options)
+        source = self._same_as
+        local = storage_options is None and "://" not in f"{path} {source}"
+        if local and source is not None and source == self._last_saved:
+            self._submit(self.writer.link_checkpoint, source, path)
+        else:
+            snapshot = _snapshot(checkpoint)
+            self._submit(self.writer.save_checkpoint, snapshot, path, storage_options)
+        self._last_saved = str(path)
 
     def remove_checkpoint(self, path: Any) -> None:
         self._submit(self.writer.remove_checkpoint, path)

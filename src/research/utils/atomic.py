@@ -94,6 +94,19 @@ def write_atomic(path: str | os.PathLike[str], data: bytes | str, durable: bool 
             partial.write_bytes(data)
 
 
+def link_atomic(
+    source: str | os.PathLike[str], path: str | os.PathLike[str], durable: bool = True
+) -> None:
+    """Make `path` a second name of `source`'s file (a hard link), replacing what was at `path`
+    all at once, without copying a byte. Replacing `source` later (as `replacing` does: a new
+    file) leaves `path` as it was. Where the filesystem has no hard links, a copy."""
+    with replacing(path, durable) as partial:
+        try:
+            os.link(source, partial)
+        except OSError:
+            shutil.copyfile(source, partial)
+
+
 def write_json_atomic(path: str | os.PathLike[str], payload: Any, durable: bool = True) -> None:
     """A JSON file (indented, non-JSON values as their str) written with `write_atomic`."""
     write_atomic(path, json.dumps(payload, indent=2, default=str) + "\n", durable)
