@@ -12,6 +12,14 @@ Prints steps/s of each and the ratios to the plain loop, median (min-max) over t
 
     python benchmarks/overhead.py [--settings 32 256 256-wide] [--repeats 5]
 
+`--baseline SRC` adds a fourth contender: `research-train` of another checkout (its `src/` put
+first on PYTHONPATH, e.g. a worktree of an earlier commit), in the same rounds, and prints this
+checkout's steps/s over the baseline's, so a change is measured against what it replaced:
+
+    git worktree add /tmp/before <commit>
+    python benchmarks/overhead.py --settings 32 256 --baseline /tmp/before/src
+    git worktree remove /tmp/before
+
 Small batches make a step cost a few milliseconds on a CPU, so Lightning's fixed per-step work
 (hooks, closures, logging bookkeeping) shows; `256-wide` (twice the channels and hidden units,
 about 4x the work of a step) costs >= 20 ms a step but still has only 6 steps an epoch, so the
@@ -23,6 +31,7 @@ the steady state of a real model. The plain loop's ms/step is printed for each s
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import logging
 import math
@@ -133,10 +142,13 @@ def bare_lightning(epochs: int, batch_size: int, cnn: dict[str, Any]) -> float:
     return _rate(module.marks)
 
 
-def framework(epochs: int, batch_size: int, cnn: dict[str, Any]) -> float:
-    """Steps/s of `research-train` over epochs 2..N, from its own history.jsonl timestamps."""
+def framework(epochs: int, batch_size: int, cnn: dict[str, Any], src: str | None = None) -> float:
+    """Steps/s of `research-train` (of the checkout whose `src/` is `src`, if given) over epochs
+    2..N, from its own history.jsonl timestamps."""
     with tempfile.TemporaryDirectory() as tmp:
         env = {**os.environ, "WANDB_SILENT": "true", "RESEARCH_ROOT": tmp}
+        if src:
+            env["PYTHONPATH"] = os.pathsep.join(filter(None, [src, os.environ.get("PYTHONPATH")]))
         cmd = [
             str(Path(sys.executable).parent / "research-train"),
             f"trainer.max_epochs={epochs}",
@@ -167,17 +179,21 @@ def main() -> None:
     parser.add_argument("--settings", nargs="+", choices=list(SETTINGS), default=list(SETTINGS))
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--timed-steps", type=int, default=TIMED_STEPS)
+    parser.add_argument("--baseline", help="another checkout's src/ to run in the same rounds")
     args = parser.parse_args()
+    contenders = dict(CONTENDERS)
+    if args.baseline:
+        contenders["baseline"] = functools.partial(framework, src=args.baseline)
     print(
         f"torch threads: {torch.get_num_threads()}; {args.repeats} interleaved rounds "
-        f"({', '.join(CONTENDERS)}) per setting; steps/s and ratio to the plain loop as "
+        f"({', '.join(contenders)}) per setting; steps/s and ratio to the plain loop as "
         "median (min-max)"
     )
     for name in args.settings:
         batch_size, cnn = SETTINGS[name]
         epochs = 1 + math.ceil(args.timed_steps / math.ceil(TRAIN_SIZE / batch_size))
         rounds = [
-            {who: run(epochs, batch_size, cnn) for who, run in CONTENDERS.items()}
+            {who: run(epochs, batch_size, cnn) for who, run in contenders.items()}
             for _ in range(args.repeats)
         ]
         plain = [r["plain loop"] for r in rounds]
@@ -185,10 +201,13 @@ def main() -> None:
             f"{name} (batch {batch_size}, {epochs} epochs): plain loop "
             f"{_spread(plain, '.1f')} steps/s = {1000 / statistics.median(plain):.1f} ms/step"
         )
-        for who in list(CONTENDERS)[1:]:
+        for who in list(contenders)[1:]:
             rates = [r[who] for r in rounds]
             ratios = [r[who] / r["plain loop"] for r in rounds]
             print(f"  {who:15s} {_spread(rates, '.1f')} steps/s, ratio {_spread(ratios, '.3f')}")
+        if args.baseline:
+            ratios = [r["research-train"] / r["baseline"] for r in rounds]
+            print(f"  research-train / baseline: {_spread(ratios, '.3f')}")
 
 
 if __name__ == "__main__":

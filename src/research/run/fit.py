@@ -135,8 +135,9 @@ def _fit(config: dict[str, Any], record: RunRecord, loggers: list[Logger]) -> An
         resume_error = err  # raised once the W&B run exists, so that run is marked failed
     meta = {**(saved.get("research") or {}), "epoch": int(saved.get("epoch", 0))}
     # Loggers first: a job that fails while building its data or model still gets a W&B run,
-    # marked failed. Started before them, not beside them in a thread: most of wandb.init is
-    # Python work in this process, and overlapping it measured slower (docs: benchmarks).
+    # marked failed. Started before them, not beside them in a thread: what is left of
+    # wandb.init is Python work in this process, and overlapping it measured slower twice
+    # (docs: benchmarks, "Start-up with W&B").
     name = run_name(config, record.overrides)
     built, wandb_id = build_loggers(config.get("logger"), run_dir, meta.get("wandb_run_id"), name)
     loggers.extend(built)
