@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import os
+import pickle
 from pathlib import Path
 
 import pytest
@@ -170,3 +171,23 @@ def test_without_hard_links_the_same_state_is_copied(
     assert not last.samefile(best)
     assert last.read_bytes() == best.read_bytes()
     assert remove_leftovers(tmp_path) == []
+
+
+def test_a_link_to_a_save_that_failed_leaves_last_as_it_was(tmp_path: Path):
+    """The failed save leaves an older `best.ckpt` at its path, which `last.ckpt` (newer) must
+    not become."""
+    best, last = tmp_path / "best.ckpt", tmp_path / "last.ckpt"
+    AtomicCheckpointIO().save_checkpoint({**_checkpoint(), "epoch": 5}, best)
+    AtomicCheckpointIO().save_checkpoint({**_checkpoint(), "epoch": 6}, last)
+    writer = AsyncAtomicCheckpointIO(max_pending=3)
+    unpicklable = {**_checkpoint(), "epoch": 7, "hook": lambda: None}
+    with pytest.raises((pickle.PicklingError, AttributeError)):
+        # 16 MB first, so the failing save has not run yet when the link is asked for.
+        writer.save_checkpoint(_checkpoint(4_000_000), str(tmp_path / "other.ckpt"))
+        writer.save_checkpoint(unpicklable, str(best))
+        with writer.same_state_as(str(best)):
+            writer.save_checkpoint({**_checkpoint(), "epoch": 7}, str(last))
+        writer.teardown()
+    writer.teardown()
+    assert read_checkpoint(last)["epoch"] == 6
+    assert read_checkpoint(best)["epoch"] == 5

@@ -103,6 +103,16 @@ def _write_errors(path: Any) -> Iterator[None]:
         raise CheckpointWriteError(f"{err.strerror or err} while writing {path}") from None
 
 
+def _link_once_written(
+    writer: AtomicCheckpointIO, written: Future[None], source: str, path: Any
+) -> None:
+    """Link `path` to `source` if `source`'s own write succeeded (it ran before this, on the same
+    thread). After a failed write `source` is an older checkpoint, which `path` must not become:
+    `path` is left as it was, and the failure is raised as `source`'s, once."""
+    if written.exception() is None:
+        writer.link_checkpoint(source, path)
+
+
 def _snapshot(checkpoint: dict[str, Any]) -> dict[str, Any]:
     """CPU copies of the checkpoint's tensors, taken now: the training thread updates the weights
     in place once save returns, and a copy on the accelerator would hold its memory until the
@@ -138,15 +148,16 @@ class AsyncAtomicCheckpointIO(CheckpointIO):
         self.max_pending = max_pending
         self._executor: ThreadPoolExecutor | None = None
         self._pending: deque[Future[None]] = deque()
-        self._last_saved: str | None = None  # the path of the latest save
+        self._last_saved: tuple[str, Future[None]] | None = None  # the latest save's path and job
         self._same_as: str | None = None  # see `same_state_as`
 
     @contextmanager
     def same_state_as(self, source: str) -> Iterator[None]:
         """A save inside this block holds the same training state as `source`, the file this
-        writer saved last: it becomes a hard link to that file once written, with no second
-        serialization and write. Where `source` is not that file (another save came between, or
-        it went elsewhere, e.g. a sharded folder), the save is a plain one."""
+        writer saved last: it becomes a hard link to that file once that file is written, with
+        no second serialization and write (and stays as it was if that write failed). Where
+        `source` is not that file (another save came between, or it went elsewhere, e.g. a
+        sharded folder), the save is a plain one."""
         self._same_as = source
         try:
             yield
@@ -156,14 +167,14 @@ class AsyncAtomicCheckpointIO(CheckpointIO):
     def save_checkpoint(
         self, checkpoint: dict[str, Any], path: Any, storage_options: Any | None = None
     ) -> None:
-        source = self._same_as
+        source, last = self._same_as, self._last_saved
         local = storage_options is None and "://" not in f"{path} {source}"
-        if local and source is not None and source == self._last_saved:
-            self._submit(self.writer.link_checkpoint, source, path)
+        if local and last is not None and source == last[0]:
+            self._submit(_link_once_written, self.writer, last[1], source, path)
         else:
             snapshot = _snapshot(checkpoint)
             self._submit(self.writer.save_checkpoint, snapshot, path, storage_options)
-        self._last_saved = str(path)
+        self._last_saved = (str(path), self._pending[-1])
 
     def remove_checkpoint(self, path: Any) -> None:
         self._submit(self.writer.remove_checkpoint, path)
