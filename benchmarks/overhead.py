@@ -16,9 +16,9 @@ Prints steps/s of each and the ratios to the plain loop, median (min-max) over t
 first on PYTHONPATH, e.g. a worktree of an earlier commit), in the same rounds, and prints this
 checkout's steps/s over the baseline's, so a change is measured against what it replaced:
 
-    git worktree add /tmp/before <commit>
-    python benchmarks/overhead.py --settings 32 256 --baseline /tmp/before/src
-    git worktree remove /tmp/before
+    git worktree add ../before <commit>
+    python benchmarks/overhead.py --settings 32 256 --baseline ../before/src
+    git worktree remove ../before
 
 Small batches make a step cost a few milliseconds on a CPU, so Lightning's fixed per-step work
 (hooks, closures, logging bookkeeping) shows; `256-wide` (twice the channels and hidden units,
@@ -179,7 +179,11 @@ def main() -> None:
     parser.add_argument("--settings", nargs="+", choices=list(SETTINGS), default=list(SETTINGS))
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--timed-steps", type=int, default=TIMED_STEPS)
-    parser.add_argument("--baseline", help="another checkout's src/ to run in the same rounds")
+    parser.add_argument(
+        "--baseline",
+        type=lambda path: str(Path(path).resolve()),  # the runs start in a temporary folder
+        help="another checkout's src/ to run in the same rounds",
+    )
     args = parser.parse_args()
     contenders = dict(CONTENDERS)
     if args.baseline:

@@ -6,9 +6,9 @@ time and the median job time (metrics.json's wall_time_s) of each arm, and what 
 `--baseline SRC` also runs another checkout's package (e.g. a worktree of another commit, its
 `src/` put first on PYTHONPATH) in the same rounds, to compare two versions of the start-up:
 
-    git worktree add /tmp/other <commit>
-    python benchmarks/startup.py --pairs 5 --baseline /tmp/other/src
-    git worktree remove /tmp/other
+    git worktree add ../other <commit>
+    python benchmarks/startup.py --pairs 5 --baseline ../other/src
+    git worktree remove ../other
 """
 
 from __future__ import annotations
@@ -52,7 +52,11 @@ def run(logger: str, src: str | None) -> tuple[float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=5, help="rounds of one run per arm")
-    parser.add_argument("--baseline", help="another checkout's src/ to run in the same rounds")
+    parser.add_argument(
+        "--baseline",
+        type=lambda path: str(Path(path).resolve()),  # the runs start in a temporary folder
+        help="another checkout's src/ to run in the same rounds",
+    )
     args = parser.parse_args()
     sources = {"this": None, **({"baseline": args.baseline} if args.baseline else {})}
     arms = [(name, logger) for name in sources for logger in LOGGERS]

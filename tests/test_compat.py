@@ -16,12 +16,12 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from lightning.pytorch.callbacks import LearningRateMonitor, ModelCheckpoint
 from lightning.pytorch.loggers import CSVLogger
 from omegaconf import DictConfig, ListConfig, OmegaConf
-from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 from research import compat
 from research.callbacks.last_checkpoint import LastCheckpoint
 from research.config.paths import config_dir
+from tests.helpers.tiny_module import Tiny
 
 
 def test_hydra_args_parser_reads_the_flags_hydra_main_reads():
@@ -193,18 +193,6 @@ class CountsBatchEnds(L.Callback):
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
         self.ends += 1
-
-
-class Tiny(L.LightningModule):
-    def __init__(self) -> None:
-        super().__init__()
-        self.layer = nn.Linear(2, 1)
-
-    def training_step(self, batch, batch_idx):
-        return self.layer(batch[0]).pow(2).mean()
-
-    def configure_optimizers(self):
-        return torch.optim.SGD(self.parameters(), lr=0.1)
 
 
 def test_lightning_skip_empty_batch_hooks_nones_only_the_inherited_empty_ones():

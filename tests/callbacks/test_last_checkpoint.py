@@ -11,24 +11,15 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from research.callbacks.last_checkpoint import LastCheckpoint
 from research.tracking.checkpoints import AsyncAtomicCheckpointIO, read_checkpoint
+from tests.helpers.tiny_module import Tiny
 
 # The monitored value of each epoch: new bests at epochs 0, 1 and 3, none at 2.
 SCORES = [0.1, 0.3, 0.2, 0.4]
 
 
-class _Scripted(L.LightningModule):
-    def __init__(self) -> None:
-        super().__init__()
-        self.layer = torch.nn.Linear(2, 1)
-
-    def training_step(self, batch: list[torch.Tensor], batch_idx: int) -> torch.Tensor:
-        return self.layer(batch[0]).pow(2).mean()
-
+class _Scripted(Tiny):
     def on_train_epoch_end(self) -> None:
         self.log("score", SCORES[self.current_epoch])
-
-    def configure_optimizers(self) -> torch.optim.Optimizer:
-        return torch.optim.SGD(self.parameters(), lr=0.1)
 
 
 class _Files(L.Callback):
@@ -78,6 +69,7 @@ def test_last_is_the_best_file_exactly_at_the_epochs_that_saved_a_best(tmp_path:
 
 def test_a_new_best_leaves_the_linked_last_checkpoint_as_it_was(tmp_path: Path):
     _fit(tmp_path, epochs=2)  # epoch 1: best and last one file
+    assert (tmp_path / "last.ckpt").samefile(tmp_path / "best.ckpt")
     linked = read_checkpoint(tmp_path / "last.ckpt")
     (tmp_path / "best.ckpt").unlink()  # what a replacing write does to the old name
     assert read_checkpoint(tmp_path / "last.ckpt")["global_step"] == linked["global_step"] == 4
