@@ -16,7 +16,16 @@ from tests.helpers.cli import BIN, FAST, cli_env, metrics, run_cli, run_dirs
 
 # Two 2048-wide hidden layers: ~4.7M weights, a ~57 MB checkpoint with Adam's moments, so a write
 # (serialize, write, fsync) lasts long enough to be caught in the act.
-ARGS = [*FAST, "logger=none", "trainer.max_epochs=4", "model.net.hidden_sizes=[2048,2048]"]
+# Monitored with mode=min, the epoch number never improves after epoch 0, so every later
+# `last.ckpt` is a whole write of its own, not a link to a new `best.ckpt` (made in an instant).
+ARGS = [
+    *FAST,
+    "logger=none",
+    "trainer.max_epochs=4",
+    "model.net.hidden_sizes=[2048,2048]",
+    "callbacks.model_checkpoint.monitor=epoch",
+    "callbacks.model_checkpoint.mode=min",
+]
 
 
 def _kill_while_last_ckpt_is_rewritten(workdir: Path) -> tuple[Path, Path]:
