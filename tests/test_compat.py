@@ -103,6 +103,26 @@ def test_wandb_skip_unstaged_launch_inputs_applies_inputs_only_where_some_can_be
     assert done.stdout.split("\n")[-2] == expected
 
 
+def test_wandb_package_list_from_headers_lists_what_wandb_lists(monkeypatch):
+    import wandb.util
+
+    monkeypatch.setattr(wandb.util, "working_set", wandb.util.working_set)  # restored after
+    listed_by_wandb = sorted((d.key, d.version) for d in wandb.util.working_set())
+    compat.wandb_package_list_from_headers()
+    patched = wandb.util.working_set
+    compat.wandb_package_list_from_headers()  # a second call must not wrap the patch
+    assert wandb.util.working_set is patched
+    assert sorted((d.key, d.version) for d in wandb.util.working_set()) == listed_by_wandb
+    assert len(listed_by_wandb) > 50  # torch, Lightning, W&B and what they need
+
+
+def test_package_name_and_version_come_from_the_headers_only():
+    metadata = "Metadata-Version: 2.1\r\nName: real\r\nVersion: 1.2\r\n\r\nName: fake\nVersion: 9"
+    assert compat._name_and_version(metadata) == ("real", "1.2")
+    assert compat._name_and_version("Name: only\n\nVersion: 3") == ("only", None)
+    assert compat._name_and_version("") == (None, None)
+
+
 def test_wandb_record_parses_a_run_files_records():
     record = compat.wandb_record()()
     record.history.item.add(key="loss", value_json="0.5")

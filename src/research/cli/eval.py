@@ -13,6 +13,7 @@ from pathlib import Path
 
 from research.cli.app import eval_task, run
 from research.cli.console import protect_console
+from research.cli.shutdown import skip_final_collections
 from research.config.errors import ConfigError
 from research.config.names import quoted
 
@@ -63,4 +64,5 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def entry() -> None:
     protect_console()
+    skip_final_collections()
     sys.exit(main())

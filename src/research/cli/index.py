@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from research.cli.console import protect_console
+from research.cli.shutdown import skip_final_collections
 from research.config.errors import ConfigError, one_line
 
 PROG = "research-index"
@@ -162,4 +163,5 @@ def main(argv: list[str] | None = None) -> int:
 
 def entry() -> None:
     protect_console()
+    skip_final_collections()
     sys.exit(main())

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from research.cli.app import run, train_task
 from research.cli.console import protect_console
+from research.cli.shutdown import skip_final_collections
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -16,4 +17,5 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def entry() -> None:
     protect_console()
+    skip_final_collections()
     sys.exit(main())

@@ -47,7 +47,7 @@ def log_report(report: Report) -> str:
     if mode == "disabled":
         return "wandb: mode is disabled; nothing logged"
     group = _most_common(runs["wandb.group"])
-    compat.wandb_skip_unstaged_launch_inputs()
+    compat.wandb_cheaper_run_start()
     run = wandb.init(
         project=_most_common(runs["wandb.project"]) or "research",
         group=group,

@@ -35,7 +35,7 @@ from research.tracking.checkpoints import (
 from research.tracking.naming import run_name
 from research.tracking.record import RunRecord
 from research.tracking.run_dir import CHECKPOINT_DIR
-from research.tracking.wandb_run import build_loggers, log_provenance
+from research.tracking.wandb_run import build_loggers, log_provenance, start_wandb_service
 from research.utils.atomic import remove_leftovers
 
 log = logging.getLogger(__name__)
@@ -134,10 +134,17 @@ def _fit(config: dict[str, Any], record: RunRecord, loggers: list[Logger]) -> An
     except CheckpointError as err:
         resume_error = err  # raised once the W&B run exists, so that run is marked failed
     meta = {**(saved.get("research") or {}), "epoch": int(saved.get("epoch", 0))}
-    # Loggers first: a job that fails while building its data or model still gets a W&B run,
-    # marked failed. Started before them, not beside them in a thread: what is left of
-    # wandb.init is Python work in this process, and overlapping it measured slower twice
-    # (docs: benchmarks, "Start-up with W&B").
+    # W&B's service process starts while the data and model are built (docs: benchmarks,
+    # "Start-up with W&B"); a build error is raised once the W&B run exists, so a job that
+    # fails there still gets a W&B run, marked failed.
+    starting = start_wandb_service(config.get("logger"))
+    build_error: Exception | None = None
+    try:
+        datamodule, module = build_task(config)
+    except Exception as err:
+        build_error = err
+    if starting is not None:
+        starting.join()
     name = run_name(config, record.overrides)
     built, wandb_id = build_loggers(config.get("logger"), run_dir, meta.get("wandb_run_id"), name)
     loggers.extend(built)
@@ -148,7 +155,8 @@ def _fit(config: dict[str, Any], record: RunRecord, loggers: list[Logger]) -> An
     log_provenance(loggers, config, record.provenance())
     if resume_error is not None:
         raise resume_error
-    datamodule, module = build_task(config)
+    if build_error is not None:
+        raise build_error
     family = model_family(config)
     if resume is not None:
         check_fits(resume, saved, module, family)

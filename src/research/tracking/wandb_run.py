@@ -8,8 +8,10 @@ and `wandb sync --append` uploads it onto the same online run.
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 import string
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +28,30 @@ def _new_wandb_id() -> str:
     return "".join(secrets.choice(alphabet) for _ in range(8))
 
 
+def _is_wandb(cfg: Any) -> bool:
+    return bool(cfg) and str(cfg.get("_target_") or "").endswith("WandbLogger")
+
+
+def start_wandb_service(logger_cfg: dict[str, Any] | None) -> threading.Thread | None:
+    """Start W&B's service process on a thread, so the job builds its data and model while it
+    starts: about 0.2 s here, nearly all of it waiting for that process, with next to no work in
+    this one (wandb.init, later, connects to it). If the start fails, wandb.init starts it again
+    and reports why. None where this process starts no W&B run: no W&B logger, W&B disabled,
+    or a rank other than zero."""
+    configured = [cfg for cfg in (logger_cfg or {}).values() if _is_wandb(cfg)]
+    if not configured or configured[0].get("mode") == "disabled" or rank_zero_only.rank != 0:
+        return None
+    import wandb  # here, not on the thread: importing is this process's work, it cannot overlap
+
+    def start() -> None:
+        with contextlib.suppress(Exception):  # wandb.init retries the start and raises
+            wandb.setup()
+
+    thread = threading.Thread(target=start, name="wandb-service-start", daemon=True)
+    thread.start()
+    return thread
+
+
 def build_loggers(
     logger_cfg: dict[str, Any] | None,
     run_dir: Path,
@@ -40,8 +66,8 @@ def build_loggers(
         if not cfg or not cfg.get("_target_"):
             continue
         extra: dict[str, Any] = {"save_dir": str(run_dir)}
-        if cfg["_target_"].endswith("WandbLogger"):
-            compat.wandb_skip_unstaged_launch_inputs()
+        if _is_wandb(cfg):
+            compat.wandb_cheaper_run_start()
             used_id = cfg.get("id") or wandb_id or _new_wandb_id()
             extra.update(id=used_id, resume="allow" if wandb_id else None)
             if not cfg.get("name") and name:
