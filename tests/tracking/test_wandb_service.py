@@ -33,7 +33,7 @@ def test_no_service_starts_on_a_rank_other_than_zero(monkeypatch):
 
 
 _PROBE = """
-import json, os, sys, wandb
+import json, os, sys, threading, wandb
 from research.tracking.wandb_run import start_wandb_service
 starting = start_wandb_service(json.loads(sys.argv[2]))
 starting.join()
@@ -41,7 +41,8 @@ token = os.environ["WANDB_SERVICE"]  # set once the service process answers
 run = wandb.init(mode="offline", dir=sys.argv[1], settings=wandb.Settings(silent=True))
 run.log({"loss": 0.5})
 run.finish()
-print(os.environ["WANDB_SERVICE"] == token, starting.name)
+exporters = [t.name for t in threading.enumerate() if t.name.startswith("Otel")]
+print(os.environ["WANDB_SERVICE"] == token, starting.name, exporters == [])
 """
 
 
@@ -56,5 +57,6 @@ def test_the_run_uses_the_service_started_beside_the_build(tmp_path: Path):
         env=env,
         check=True,
     )
-    assert done.stdout.split() == ["True", "wandb-service-start"]
+    # One service, started on the thread; no W&B usage telemetry from an offline session.
+    assert done.stdout.split() == ["True", "wandb-service-start", "True"]
     assert list(tmp_path.glob("wandb/offline-run-*/run-*.wandb"))

@@ -48,6 +48,7 @@ def log_report(report: Report) -> str:
         return "wandb: mode is disabled; nothing logged"
     group = _most_common(runs["wandb.group"])
     compat.wandb_cheaper_run_start()
+    wandb.setup(settings=wandb.Settings(mode=mode))  # why: tracking.wandb_run, the session
     run = wandb.init(
         project=_most_common(runs["wandb.project"]) or "research",
         group=group,
