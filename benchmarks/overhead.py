@@ -47,6 +47,7 @@ from typing import Any
 
 import lightning as L
 import torch
+from baseline_checkout import add_baseline_argument, put_first_on_path  # beside this file
 from torch import nn
 
 from research.data.digits import DigitsDataModule
@@ -147,8 +148,7 @@ def framework(epochs: int, batch_size: int, cnn: dict[str, Any], src: str | None
     2..N, from its own history.jsonl timestamps."""
     with tempfile.TemporaryDirectory() as tmp:
         env = {**os.environ, "WANDB_SILENT": "true", "RESEARCH_ROOT": tmp}
-        if src:
-            env["PYTHONPATH"] = os.pathsep.join(filter(None, [src, os.environ.get("PYTHONPATH")]))
+        put_first_on_path(env, src)
         cmd = [
             str(Path(sys.executable).parent / "research-train"),
             f"trainer.max_epochs={epochs}",
@@ -179,11 +179,7 @@ def main() -> None:
     parser.add_argument("--settings", nargs="+", choices=list(SETTINGS), default=list(SETTINGS))
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--timed-steps", type=int, default=TIMED_STEPS)
-    parser.add_argument(
-        "--baseline",
-        type=lambda path: str(Path(path).resolve()),  # the runs start in a temporary folder
-        help="another checkout's src/ to run in the same rounds",
-    )
+    add_baseline_argument(parser)
     args = parser.parse_args()
     contenders = dict(CONTENDERS)
     if args.baseline:

@@ -23,6 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from baseline_checkout import add_baseline_argument, put_first_on_path  # beside this file
+
 COMMAND = [
     str(Path(sys.executable).parent / "research-train"),
     "trainer.max_steps=1",
@@ -38,8 +40,7 @@ def run(logger: str, src: str | None) -> tuple[float, float]:
     with tempfile.TemporaryDirectory() as cwd:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("WANDB_", "RESEARCH_"))}
         env.update(WANDB_SILENT="true", RESEARCH_ROOT=cwd)
-        if src:
-            env["PYTHONPATH"] = os.pathsep.join(filter(None, [src, os.environ.get("PYTHONPATH")]))
+        put_first_on_path(env, src)
         start = time.perf_counter()
         subprocess.run(
             [*COMMAND, f"logger={logger}"], cwd=cwd, env=env, capture_output=True, check=True
@@ -52,11 +53,7 @@ def run(logger: str, src: str | None) -> tuple[float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=5, help="rounds of one run per arm")
-    parser.add_argument(
-        "--baseline",
-        type=lambda path: str(Path(path).resolve()),  # the runs start in a temporary folder
-        help="another checkout's src/ to run in the same rounds",
-    )
+    add_baseline_argument(parser)
     args = parser.parse_args()
     sources = {"this": None, **({"baseline": args.baseline} if args.baseline else {})}
     arms = [(name, logger) for name in sources for logger in LOGGERS]

@@ -37,8 +37,7 @@ from research.ablation.decide import (
 from research.ablation.plan import Job, ablation_dir, folder_name, plan, summary_line
 from research.ablation.spec import load_ablation, variants
 from research.cli.app import run, train_task
-from research.cli.console import protect_console
-from research.cli.shutdown import skip_final_collections
+from research.cli.console_script import run_console_script
 from research.config.compose import check_command_line
 from research.config.errors import ConfigError
 from research.config.names import check_overrides, quoted
@@ -291,6 +290,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def entry() -> None:
-    protect_console()
-    skip_final_collections()
-    sys.exit(main())
+    run_console_script(main)

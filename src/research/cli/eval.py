@@ -12,8 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from research.cli.app import eval_task, run
-from research.cli.console import protect_console
-from research.cli.shutdown import skip_final_collections
+from research.cli.console_script import run_console_script
 from research.config.errors import ConfigError
 from research.config.names import quoted
 
@@ -63,6 +62,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def entry() -> None:
-    protect_console()
-    skip_final_collections()
-    sys.exit(main())
+    run_console_script(main)

@@ -22,8 +22,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from research.cli.console import protect_console
-from research.cli.shutdown import skip_final_collections
+from research.cli.console_script import run_console_script
 from research.config.errors import ConfigError, one_line
 
 PROG = "research-index"
@@ -162,6 +161,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def entry() -> None:
-    protect_console()
-    skip_final_collections()
-    sys.exit(main())
+    run_console_script(main)

@@ -10,8 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from research.cli.console import protect_console
-from research.cli.shutdown import skip_final_collections
+from research.cli.console_script import run_console_script
 from research.reports import ReportError, build_report
 from research.reports.export import parse_formats
 from research.reports.recorded import RUNS_FILE
@@ -186,9 +185,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def entry() -> None:
     """The console script pyproject.toml names (`research.cli.report:entry`)."""
-    protect_console()
-    skip_final_collections()
-    sys.exit(main())
+    run_console_script(main)
 
 
 if __name__ == "__main__":

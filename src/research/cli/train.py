@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 
 from research.cli.app import run, train_task
-from research.cli.console import protect_console
-from research.cli.shutdown import skip_final_collections
+from research.cli.console_script import run_console_script
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -16,6 +14,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def entry() -> None:
-    protect_console()
-    skip_final_collections()
-    sys.exit(main())
+    run_console_script(main)

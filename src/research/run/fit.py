@@ -136,11 +136,13 @@ def _fit(config: dict[str, Any], record: RunRecord, loggers: list[Logger]) -> An
     meta = {**(saved.get("research") or {}), "epoch": int(saved.get("epoch", 0))}
     # W&B's service process starts while the data and model are built (docs: benchmarks,
     # "Start-up with W&B"); a build error is raised once the W&B run exists, so a job that
-    # fails there still gets a W&B run, marked failed.
+    # fails there still gets a W&B run, marked failed. A job that will raise its resume error
+    # builds nothing.
     starting = start_wandb_service(config.get("logger"))
     build_error: Exception | None = None
     try:
-        datamodule, module = build_task(config)
+        if resume_error is None:
+            datamodule, module = build_task(config)
     except Exception as err:
         build_error = err
     if starting is not None:

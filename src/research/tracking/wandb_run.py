@@ -39,7 +39,8 @@ def start_wandb_service(logger_cfg: dict[str, Any] | None) -> threading.Thread |
     and reports why. None where this process starts no W&B run: no W&B logger, W&B disabled,
     or a rank other than zero."""
     configured = [cfg for cfg in (logger_cfg or {}).values() if _is_wandb(cfg)]
-    if not configured or configured[0].get("mode") == "disabled" or rank_zero_only.rank != 0:
+    mode = configured[0].get("mode") if configured else None
+    if not configured or mode == "disabled" or rank_zero_only.rank != 0:
         return None
     import wandb  # here, not on the thread: importing is this process's work, it cannot overlap
 
@@ -47,7 +48,6 @@ def start_wandb_service(logger_cfg: dict[str, Any] | None) -> threading.Thread |
     # whether to send its own usage telemetry. An online session under an offline run builds
     # OpenTelemetry exporters (0.05-0.33 s at the run's first log, two threads) that try to
     # reach W&B's servers.
-    mode = configured[0].get("mode")
     settings = wandb.Settings(mode=mode) if mode else None
 
     def start() -> None:
