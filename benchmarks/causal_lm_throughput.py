@@ -13,7 +13,7 @@ research/gpt2 >= 1.0). `--compile` adds this model under torch.compile (the `mod
 path, compiled in place) and prints compiled/eager the same way.
 
     python benchmarks/causal_lm_throughput.py [--size D LAYERS HEADS CONTEXT BATCH ...]
-        [--rounds 5] [--iters 2] [--compile] [--device cpu] [--dtype float32]
+        [--rounds 5] [--iters 2] [--compile] [--profile] [--device cpu] [--dtype float32]
 """
 
 from __future__ import annotations
@@ -164,13 +164,42 @@ def measure(size: tuple[int, ...], args: argparse.Namespace) -> None:
         f"d={d} L={layers} h={heads} ctx={context} batch={batch} params={count / 1e6:.2f}M "
         f"(same in both) (medians): {medians}"
     )
+    if args.profile:
+        op_table({"research": steps["research"], "gpt2": steps["gpt2"]}, args.iters)
     pairs = [("research", "gpt2")] + ([("compiled", "research")] if args.compile else [])
     for a, b in pairs:
         ratios = [r[a] / r[b] for r in rounds]
         print(
-            f"    {a}/{b}: median {statistics.median(ratios):.2f} "
-            f"(min {min(ratios):.2f}, max {max(ratios):.2f}, {len(ratios)} rounds)"
+            f"    {a}/{b}: median {statistics.median(ratios):.3f} "
+            f"(min {min(ratios):.3f}, max {max(ratios):.3f}, {len(ratios)} rounds)"
         )
+
+
+def op_table(steps: dict[str, Callable[[], None]], iters: int, top: int = 12) -> None:
+    """Each model's `iters` steps under torch.profiler: the ops with the most self CPU time, per
+    step, side by side, so a difference in throughput can be traced to the ops behind it."""
+    from torch.profiler import ProfilerActivity, profile
+
+    per_op: dict[str, dict[str, tuple[float, float]]] = {}
+    totals = {}
+    for name, step in steps.items():
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            for _ in range(iters):
+                step()
+        events = prof.key_averages()
+        totals[name] = sum(e.self_cpu_time_total for e in events) / 1e3 / iters
+        for e in events:
+            per_op.setdefault(e.key, {})[name] = (
+                e.count / iters,
+                e.self_cpu_time_total / 1e3 / iters,
+            )
+    names = list(steps)
+    print("    op (self CPU per step)" + "".join(f" | {n}: calls, ms" for n in names))
+    print("    total" + "".join(f" | {totals[n]:.1f} ms" for n in names))
+    ranked = sorted(per_op.items(), key=lambda kv: -max(ms for _, ms in kv[1].values()))
+    for op, by_model in ranked[:top]:
+        cells = [by_model.get(n, (0.0, 0.0)) for n in names]
+        print(f"    {op}" + "".join(f" | {calls:.0f}, {ms:.2f}" for calls, ms in cells))
 
 
 def main() -> None:
@@ -192,6 +221,9 @@ def main() -> None:
         "--compile-mode",
         default="default",
         choices=["default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"],
+    )
+    parser.add_argument(
+        "--profile", action="store_true", help="also print the top ops of each model's step"
     )
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"])

@@ -10,9 +10,14 @@ Prints steps/s of each and the ratios to the plain loop, median (min-max) over t
 (target: research-train's ratio at least bare Lightning's, and >= 0.95 where a step takes
 >= 20 ms).
 
-    python benchmarks/overhead.py [--settings 32 256 256-wide] [--repeats 5]
+    python benchmarks/overhead.py [--settings 32 256 256-wide] [--repeats 5] [--equipped]
 
-`--baseline SRC` adds a fourth contender: `research-train` of another checkout (its `src/` put
+`--equipped` adds Lightning given research-train's default outputs its own way (W&B offline,
+train loss and accuracy, validation loss and accuracy, the learning rate, best and last
+checkpoints every epoch), so the framework's cost is also measured against the same work done
+by a Lightning user rather than against no work.
+
+`--baseline SRC` adds another contender: `research-train` of another checkout (its `src/` put
 first on PYTHONPATH, e.g. a worktree of an earlier commit), in the same rounds, and prints this
 checkout's steps/s over the baseline's, so a change is measured against what it replaced:
 
@@ -143,6 +148,60 @@ def bare_lightning(epochs: int, batch_size: int, cnn: dict[str, Any]) -> float:
     return _rate(module.marks)
 
 
+class _Logged(_Bare):
+    """The bare module logging what research-train logs: the train loss every step (written
+    every `log_every_n_steps`), train accuracy per epoch, validation loss and accuracy."""
+
+    def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
+        x, y = batch
+        logits = self.net(x)
+        loss = self.loss_fn(logits, y)
+        self.log("train/loss", loss, prog_bar=True)
+        self.log("train/acc", (logits.argmax(1) == y).float().mean(), on_step=False, on_epoch=True)
+        return loss
+
+    def validation_step(self, batch: Any, batch_idx: int) -> None:
+        x, y = batch
+        logits = self.net(x)
+        self.log("val/loss", self.loss_fn(logits, y))
+        self.log("val/acc", (logits.argmax(1) == y).float().mean(), prog_bar=True)
+
+
+def equipped_lightning(epochs: int, batch_size: int, cnn: dict[str, Any]) -> float:
+    """Steps/s over epochs 2..N of Lightning given research-train's default outputs the way a
+    Lightning user adds them: W&B offline, the learning rate every logged step, the best and the
+    last checkpoint every epoch (Lightning's own synchronous writes, no fsync)."""
+    import wandb
+    from lightning.pytorch.callbacks import LearningRateMonitor, ModelCheckpoint
+    from lightning.pytorch.loggers import WandbLogger
+
+    torch.manual_seed(0)
+    module = _Logged(cnn)
+    logging.getLogger("lightning.pytorch").setLevel(logging.WARNING)
+    wandb.setup(settings=wandb.Settings(mode="offline"))  # no telemetry exporters (docs)
+    with tempfile.TemporaryDirectory() as tmp:
+        checkpoint = ModelCheckpoint(
+            dirpath=Path(tmp, "checkpoints"),
+            monitor="val/acc",
+            mode="max",
+            save_last=True,
+            filename="best",
+        )
+        trainer = L.Trainer(
+            accelerator="cpu",
+            devices=1,
+            max_epochs=epochs,
+            logger=WandbLogger(save_dir=tmp, mode="offline", settings={"silent": True}),
+            log_every_n_steps=10,
+            callbacks=[checkpoint, LearningRateMonitor(logging_interval="step")],
+            enable_progress_bar=False,
+            enable_model_summary=False,
+        )
+        trainer.fit(module, datamodule=DigitsDataModule(batch_size=batch_size, seed=0))
+        wandb.finish()
+    return _rate(module.marks)
+
+
 def framework(epochs: int, batch_size: int, cnn: dict[str, Any], src: str | None = None) -> float:
     """Steps/s of `research-train` (of the checkout whose `src/` is `src`, if given) over epochs
     2..N, from its own history.jsonl timestamps."""
@@ -179,9 +238,16 @@ def main() -> None:
     parser.add_argument("--settings", nargs="+", choices=list(SETTINGS), default=list(SETTINGS))
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--timed-steps", type=int, default=TIMED_STEPS)
+    parser.add_argument(
+        "--equipped",
+        action="store_true",
+        help="add Lightning with research-train's outputs (W&B, lr, checkpoints) its own way",
+    )
     add_baseline_argument(parser)
     args = parser.parse_args()
     contenders = dict(CONTENDERS)
+    if args.equipped:
+        contenders["equipped Lightning"] = equipped_lightning
     if args.baseline:
         contenders["baseline"] = functools.partial(framework, src=args.baseline)
     print(
@@ -204,7 +270,7 @@ def main() -> None:
         for who in list(contenders)[1:]:
             rates = [r[who] for r in rounds]
             ratios = [r[who] / r["plain loop"] for r in rounds]
-            print(f"  {who:15s} {_spread(rates, '.1f')} steps/s, ratio {_spread(ratios, '.3f')}")
+            print(f"  {who:18s} {_spread(rates, '.1f')} steps/s, ratio {_spread(ratios, '.3f')}")
         if args.baseline:
             ratios = [r["research-train"] / r["baseline"] for r in rounds]
             print(f"  research-train / baseline: {_spread(ratios, '.3f')}")

@@ -6,7 +6,9 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import lightning as L
 import pytest
@@ -215,40 +217,57 @@ class CountsBatchEnds(L.Callback):
         self.ends += 1
 
 
-def test_lightning_skip_empty_batch_hooks_nones_only_the_inherited_empty_ones():
+def test_lightning_skip_idle_batch_hooks_nones_only_the_ones_that_do_nothing():
     counts, last = CountsBatchEnds(), LastCheckpoint(dirpath="checkpoints")
-    compat.lightning_skip_empty_batch_hooks([counts, last])
-    assert callable(counts.on_train_batch_end)
+    by_steps = ModelCheckpoint(dirpath="checkpoints", every_n_train_steps=2)
+    by_time = ModelCheckpoint(dirpath="checkpoints", train_time_interval=timedelta(minutes=5))
+    compat.lightning_skip_idle_batch_hooks([counts, last, by_steps, by_time])
     kept = [h for h in compat.LIGHTNING_PER_BATCH_HOOKS if getattr(counts, h) is not None]
     assert kept == ["on_train_batch_end"]
-    # Inherited from ModelCheckpoint, which implements it: kept.
-    assert callable(last.on_train_batch_end)
-    assert last.on_before_backward is None
+    # ModelCheckpoint implements it, but saving by epoch only it returns at once: skipped.
+    assert last.on_train_batch_end is None and last.on_before_backward is None
+    # Saving by steps or by time, it is where the checkpoint is written: kept.
+    assert callable(by_steps.on_train_batch_end) and callable(by_time.on_train_batch_end)
 
 
-def _fit(folder: Path, skip: bool) -> tuple[int, dict[str, list[float]], list[str]]:
+def _fit(
+    folder: Path, skip: bool, **checkpoint: Any
+) -> tuple[int, dict[str, list[float]], list[str]]:
     """Batch ends seen, the lrs LearningRateMonitor logged and the checkpoints written."""
     counts, lrs = CountsBatchEnds(), LearningRateMonitor()
+    saves = ModelCheckpoint(dirpath=folder / "checkpoints", **checkpoint)
     trainer = L.Trainer(
         accelerator="cpu",
         max_epochs=2,
         logger=CSVLogger(folder / "csv"),
         log_every_n_steps=1,
         enable_progress_bar=False,
-        callbacks=[counts, ModelCheckpoint(dirpath=folder / "checkpoints"), lrs],
+        callbacks=[counts, saves, lrs],
     )
     if skip:
-        compat.lightning_skip_empty_batch_hooks(trainer.callbacks)
+        compat.lightning_skip_idle_batch_hooks(trainer.callbacks)
     torch.manual_seed(0)
     trainer.fit(Tiny(), DataLoader(TensorDataset(torch.randn(12, 2)), batch_size=4))
     return counts.ends, lrs.lrs, sorted(p.name for p in (folder / "checkpoints").iterdir())
 
 
-def test_lightning_skip_empty_batch_hooks_leaves_a_fit_unchanged(tmp_path: Path):
-    skipped = _fit(tmp_path / "skipped", skip=True)
-    assert skipped == _fit(tmp_path / "dispatched", skip=False)
+@pytest.mark.parametrize(
+    ("checkpoint", "files"),
+    [
+        ({}, ["epoch=1-step=6.ckpt"]),
+        (
+            {"every_n_train_steps": 2, "save_top_k": -1},
+            [f"epoch={s // 4}-step={s}.ckpt" for s in (2, 4, 6)],
+        ),
+    ],
+)
+def test_lightning_skip_idle_batch_hooks_leaves_a_fit_unchanged(
+    tmp_path: Path, checkpoint: dict[str, Any], files: list[str]
+):
+    skipped = _fit(tmp_path / "skipped", True, **checkpoint)
+    assert skipped == _fit(tmp_path / "dispatched", False, **checkpoint)
     assert skipped[0] == 6
-    assert skipped[2] == ["epoch=1-step=6.ckpt"]
+    assert skipped[2] == files
 
 
 def test_lightning_checkpoint_saved_last_is_the_step_and_path_of_the_latest_save(tmp_path: Path):

@@ -34,6 +34,15 @@ from research.config.errors import ConfigError
         (["~seed"], "seed is missing (removed with ~seed?)"),
         (["~paths.log_dir"], "paths.log_dir is missing (removed with ~paths.log_dir?)"),
         (["~paths"], "set it with paths.log_dir=<value>"),
+        # Lightning would add a default checkpoint of its own, or refuse only after the run dir.
+        (
+            ["callbacks.model_checkpoint=null", "trainer.enable_checkpointing=true"],
+            "trainer.enable_checkpointing=true but no callbacks.model_checkpoint is configured",
+        ),
+        (
+            ["trainer.enable_checkpointing=false"],
+            "trainer.enable_checkpointing=false but callbacks.model_checkpoint is configured",
+        ),
     ],
 )
 def test_unworkable_value_is_refused_in_one_line(overrides: list[str], expected: str):

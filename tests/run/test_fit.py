@@ -73,3 +73,17 @@ def test_a_failing_body_is_recorded_not_raised(tmp_path):
         outcome = train(cfg)
     assert outcome.status == "failed"
     assert "missing.ckpt" in read_metrics(tmp_path / "run")["error"]
+
+
+def test_without_a_configured_checkpoint_no_checkpoint_is_written(tmp_path):
+    """`callbacks.model_checkpoint=null` means no checkpoints: Lightning's default one stays off,
+    and the test split is scored on the final weights."""
+    from research.run.fit import train
+
+    overrides = [*FAST, "callbacks.model_checkpoint=null", f"paths.log_dir={tmp_path}"]
+    with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
+        outcome = train(_job_config("train", overrides, tmp_path / "run"))
+    assert outcome.status == "completed"
+    assert not list(tmp_path.rglob("*.ckpt"))
+    saved = read_metrics(tmp_path / "run")
+    assert "test/acc" in saved["final"] and "checkpoint" not in saved["best"]

