@@ -10,12 +10,14 @@ from pathlib import Path
 import pytest
 import torch
 
+from research.config.devices import usable_cores
 from research.tracking.checkpoints import (
     AsyncAtomicCheckpointIO,
     AtomicCheckpointIO,
     CheckpointError,
     CheckpointWriteError,
     read_checkpoint,
+    training_takes_every_core,
 )
 from research.utils.atomic import remove_leftovers
 from tests.helpers.filesystems import tiny_tmpfs
@@ -92,7 +94,7 @@ def test_a_write_killed_midway_leaves_a_temporary_that_only_it_removes(tmp_path:
 def test_an_async_write_happens_after_save_returns_and_holds_the_weights_of_that_moment(
     tmp_path: Path,
 ):
-    writer, path = AsyncAtomicCheckpointIO(), tmp_path / "last.ckpt"
+    writer, path = AsyncAtomicCheckpointIO(serialize_here=False), tmp_path / "last.ckpt"
     checkpoint = _checkpoint(4_000_000)
     writer.save_checkpoint(checkpoint, path)
     assert not path.exists()  # 16 MB still being serialized on the writer thread
@@ -102,18 +104,59 @@ def test_an_async_write_happens_after_save_returns_and_holds_the_weights_of_that
     assert sorted(p.name for p in tmp_path.iterdir()) == ["last.ckpt"]
 
 
-def test_a_removal_waits_for_the_write_it_follows(tmp_path: Path):
-    writer, path = AsyncAtomicCheckpointIO(), tmp_path / "epoch=1.ckpt"
+# Where the checkpoint is serialized: on the writer thread (False) or before save returns (True).
+BOTH = pytest.mark.parametrize("here", [False, True], ids=["serialized-by-writer", "here"])
+
+
+def test_serialized_here_the_write_holds_the_weights_of_that_moment(tmp_path: Path):
+    writer, path = AsyncAtomicCheckpointIO(serialize_here=True), tmp_path / "last.ckpt"
+    checkpoint = _checkpoint(4_000_000)
+    writer.save_checkpoint(checkpoint, path)
+    checkpoint["state_dict"]["w"].add_(1)  # the optimizer's in-place step, right after
+    assert torch.equal(writer.load_checkpoint(path)["state_dict"]["w"][:3], torch.arange(3.0))
+    writer.teardown()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["last.ckpt"]
+
+
+def test_serialized_here_an_unpicklable_checkpoint_fails_at_its_own_save(tmp_path: Path):
+    writer = AsyncAtomicCheckpointIO(serialize_here=True)
+    with pytest.raises((pickle.PicklingError, AttributeError)):
+        writer.save_checkpoint({**_checkpoint(), "hook": lambda: None}, tmp_path / "last.ckpt")
+    writer.teardown()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_writer_serializes_only_where_training_leaves_a_core_free():
+    on_cpu = {"state_dict": {"w": torch.zeros(2)}}
+    elsewhere = {"state_dict": {"w": torch.zeros(2, device="meta")}}  # e.g. a GPU's weights
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(usable_cores())
+        assert training_takes_every_core(on_cpu)
+        assert not training_takes_every_core(elsewhere)
+        if usable_cores() > 1:
+            torch.set_num_threads(usable_cores() - 1)
+            assert not training_takes_every_core(on_cpu)
+    finally:
+        torch.set_num_threads(threads)
+
+
+@BOTH
+def test_a_removal_waits_for_the_write_it_follows(tmp_path: Path, here: bool):
+    writer, path = AsyncAtomicCheckpointIO(serialize_here=here), tmp_path / "epoch=1.ckpt"
     writer.save_checkpoint(_checkpoint(1_000_000), path)
     writer.remove_checkpoint(path)
     writer.teardown()
     assert list(tmp_path.iterdir()) == []
 
 
-def test_a_failed_async_write_is_one_line_at_the_next_save_or_at_teardown(tmp_path: Path):
+@BOTH
+def test_a_failed_async_write_is_one_line_at_the_next_save_or_at_teardown(
+    tmp_path: Path, here: bool
+):
     (tmp_path / "taken").write_text("a file where the checkpoint folder should be")
     bad, good = tmp_path / "taken" / "last.ckpt", tmp_path / "ok" / "last.ckpt"
-    writer = AsyncAtomicCheckpointIO(max_pending=1)
+    writer = AsyncAtomicCheckpointIO(max_pending=1, serialize_here=here)
     writer.save_checkpoint(_checkpoint(), bad)
     with pytest.raises(CheckpointWriteError, match=f"while writing {bad}$") as err:
         writer.save_checkpoint(_checkpoint(), good)
@@ -125,10 +168,11 @@ def test_a_failed_async_write_is_one_line_at_the_next_save_or_at_teardown(tmp_pa
     assert not good.exists()
 
 
-def test_an_async_write_keeps_tied_weights_one_tensor(tmp_path: Path):
+@BOTH
+def test_an_async_write_keeps_tied_weights_one_tensor(tmp_path: Path, here: bool):
     shared = torch.randn(1000, 64)
     checkpoint = {"state_dict": {"embed.weight": shared, "head.weight": shared.detach()}}
-    writer, path = AsyncAtomicCheckpointIO(), tmp_path / "last.ckpt"
+    writer, path = AsyncAtomicCheckpointIO(serialize_here=here), tmp_path / "last.ckpt"
     writer.save_checkpoint(checkpoint, path)
     writer.teardown()
     saved = read_checkpoint(path)["state_dict"]
@@ -136,8 +180,10 @@ def test_an_async_write_keeps_tied_weights_one_tensor(tmp_path: Path):
     assert path.stat().st_size < shared.numel() * 4 * 1.5  # one copy on disk, not two
 
 
-def test_a_save_of_the_same_state_links_to_the_file_saved_just_before(tmp_path: Path):
-    writer, best, last = AsyncAtomicCheckpointIO(), tmp_path / "best.ckpt", tmp_path / "last.ckpt"
+@BOTH
+def test_a_save_of_the_same_state_links_to_the_file_saved_just_before(tmp_path: Path, here: bool):
+    writer = AsyncAtomicCheckpointIO(serialize_here=here)
+    best, last = tmp_path / "best.ckpt", tmp_path / "last.ckpt"
     writer.save_checkpoint(_checkpoint(), str(best))
     with writer.same_state_as(str(best)):
         writer.save_checkpoint({"not": "written"}, str(last))
@@ -146,8 +192,9 @@ def test_a_save_of_the_same_state_links_to_the_file_saved_just_before(tmp_path: 
     assert read_checkpoint(last)["epoch"] == 1
 
 
-def test_a_save_of_the_same_state_as_an_older_file_is_a_plain_save(tmp_path: Path):
-    writer = AsyncAtomicCheckpointIO()
+@BOTH
+def test_a_save_of_the_same_state_as_an_older_file_is_a_plain_save(tmp_path: Path, here: bool):
+    writer = AsyncAtomicCheckpointIO(serialize_here=here)
     first, second, last = (tmp_path / name for name in ("first.ckpt", "second.ckpt", "last.ckpt"))
     writer.save_checkpoint(_checkpoint(), str(first))
     writer.save_checkpoint(_checkpoint(2), str(second))
@@ -179,7 +226,7 @@ def test_a_link_to_a_save_that_failed_leaves_last_as_it_was(tmp_path: Path):
     best, last = tmp_path / "best.ckpt", tmp_path / "last.ckpt"
     AtomicCheckpointIO().save_checkpoint({**_checkpoint(), "epoch": 5}, best)
     AtomicCheckpointIO().save_checkpoint({**_checkpoint(), "epoch": 6}, last)
-    writer = AsyncAtomicCheckpointIO(max_pending=3)
+    writer = AsyncAtomicCheckpointIO(max_pending=3, serialize_here=False)
     unpicklable = {**_checkpoint(), "epoch": 7, "hook": lambda: None}
     with pytest.raises((pickle.PicklingError, AttributeError)):
         # 16 MB first, so the failing save has not run yet when the link is asked for.
