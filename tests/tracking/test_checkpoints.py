@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 import torch
 
-from research.config.devices import usable_cores
 from research.tracking.checkpoints import (
     AsyncAtomicCheckpointIO,
     AtomicCheckpointIO,
@@ -126,19 +125,19 @@ def test_serialized_here_an_unpicklable_checkpoint_fails_at_its_own_save(tmp_pat
     assert list(tmp_path.iterdir()) == []
 
 
-def test_the_writer_serializes_only_where_training_leaves_a_core_free():
+def test_the_writer_serializes_only_where_training_leaves_a_core_free(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    import research.tracking.checkpoints as checkpoints
+
     on_cpu = {"state_dict": {"w": torch.zeros(2)}}
     elsewhere = {"state_dict": {"w": torch.zeros(2, device="meta")}}  # e.g. a GPU's weights
     threads = torch.get_num_threads()
-    try:
-        torch.set_num_threads(usable_cores())
-        assert training_takes_every_core(on_cpu)
-        assert not training_takes_every_core(elsewhere)
-        if usable_cores() > 1:
-            torch.set_num_threads(usable_cores() - 1)
-            assert not training_takes_every_core(on_cpu)
-    finally:
-        torch.set_num_threads(threads)
+    monkeypatch.setattr(checkpoints, "usable_cores", lambda: threads)
+    assert training_takes_every_core(on_cpu)
+    assert not training_takes_every_core(elsewhere)
+    monkeypatch.setattr(checkpoints, "usable_cores", lambda: threads + 1)  # a core to spare
+    assert not training_takes_every_core(on_cpu)
 
 
 @BOTH

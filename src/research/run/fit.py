@@ -23,6 +23,7 @@ from research.callbacks.divergence import DivergenceGuard
 from research.callbacks.epochs import EpochHistory, EpochSeed
 from research.callbacks.last_checkpoint import split_last
 from research.callbacks.placement import RankPlacement
+from research.config.schemas.lightning import is_model_checkpoint
 from research.launch.ranks import node_ranks
 from research.run.build import build_task
 from research.run.job import JobOutcome, run_job
@@ -60,7 +61,7 @@ def _callbacks(config: dict[str, Any], run_dir: Path, has_logger: bool) -> list[
         if node["_target_"].endswith("LearningRateMonitor") and not has_logger:
             continue
         last = None
-        if node["_target_"].endswith("ModelCheckpoint"):
+        if is_model_checkpoint(node):
             node = {**node, "dirpath": node.get("dirpath") or str(run_dir / CHECKPOINT_DIR)}
             if mid_epoch:
                 node["save_on_train_epoch_end"] = False

@@ -26,6 +26,7 @@ from lightning.fabric.plugins import CheckpointIO
 from lightning.pytorch.plugins.io import TorchCheckpointIO
 from lightning_utilities.core.apply_func import apply_to_collection
 
+from research.config.devices import usable_cores
 from research.utils.atomic import link_atomic, write_atomic
 
 
@@ -105,10 +106,8 @@ def training_takes_every_core(checkpoint: dict[str, Any]) -> bool:
     """Whether this run trains on the CPU with a torch thread on every core it may use, so that a
     writer thread serializing checkpoints would share a core with training. An intra-op parallel
     op then waits for its slowest thread: at 6 training steps an epoch of a 2.5 MB checkpoint
-    (`overhead.py`'s `256-wide`) each step after a save took 2.7 ms longer (30.6 ms against
-    27.8 ms without checkpoints, two cores)."""
-    from research.config.devices import usable_cores
-
+    (`overhead.py`'s `256-wide`) the median step took 2.7 ms longer (30.6 ms against 27.8 ms
+    without checkpoints, two cores)."""
     weights = checkpoint.get("state_dict") or {}
     on_cpu = all(t.device.type == "cpu" for t in weights.values() if isinstance(t, torch.Tensor))
     return on_cpu and torch.get_num_threads() >= usable_cores()

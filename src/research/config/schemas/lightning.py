@@ -133,10 +133,14 @@ class Trainer(Schema):
             )
 
 
+def is_model_checkpoint(node: dict[str, Any] | None) -> bool:
+    """Whether a callbacks node builds a ModelCheckpoint (the run's only checkpoint writer)."""
+    return str((node or {}).get("_target_", "")).endswith("ModelCheckpoint")
+
+
 def has_model_checkpoint(config: dict[str, Any]) -> bool:
-    """Whether the run's callbacks include a ModelCheckpoint (the run's only checkpoint writer)."""
-    nodes = (config.get("callbacks") or {}).values()
-    return any(str((node or {}).get("_target_", "")).endswith("ModelCheckpoint") for node in nodes)
+    """Whether the run's callbacks include a ModelCheckpoint."""
+    return any(is_model_checkpoint(node) for node in (config.get("callbacks") or {}).values())
 
 
 # What Lightning's Timer accepts: a "DD:HH:MM:SS" string or timedelta keyword arguments.
