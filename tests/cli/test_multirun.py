@@ -11,6 +11,9 @@ import pytest
 from research.tracking.wandb_reader import read_offline_run
 from tests.helpers.cli import BIN, FAST, cli_env, metrics, run_cli, wandb_written
 
+# Each test runs a sweep or shares one (about 7 s on 2 cores).
+pytestmark = pytest.mark.slow
+
 
 def sweep_jobs(root: Path) -> tuple[Path, list[Path]]:
     (sweep,) = (root / "logs" / "train" / "multiruns").glob("*")
@@ -77,7 +80,6 @@ def test_every_job_has_its_own_wandb_run(mixed_sweep):
         assert logged.config["command"] == metrics(job)["command"]
 
 
-@pytest.mark.slow  # a sweep of its own: about 5 s
 def test_seed_zero_is_a_real_seed(tmp_path: Path):
     done = run_cli("research-train", "-m", *FAST, "logger=none", "seed=0,1,0", cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]

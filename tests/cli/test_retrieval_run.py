@@ -24,6 +24,7 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return run
 
 
+@pytest.mark.slow  # shares a ColBERT training run of about 15 s
 def test_colbert_run_trains_and_reports_ir_metrics(trained: Path):
     m = metrics(trained)
     assert m["status"] == "completed"
@@ -35,6 +36,7 @@ def test_colbert_run_trains_and_reports_ir_metrics(trained: Path):
     assert (trained / "checkpoints" / "best.ckpt").is_file()
 
 
+@pytest.mark.slow  # shares a ColBERT training run of about 15 s
 def test_colbert_test_index_is_saved_and_loads_back(trained: Path):
     from research.retrieval import load_searcher
 
@@ -42,6 +44,7 @@ def test_colbert_test_index_is_saved_and_loads_back(trained: Path):
     assert searcher.kind == "exact"
 
 
+@pytest.mark.slow  # shares a ColBERT training run of about 15 s
 def test_research_eval_reproduces_the_retrieval_metrics(trained: Path, workdir: Path):
     done = run_cli("research-eval", f"run_dir={trained}", cwd=workdir)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -52,6 +55,7 @@ def test_research_eval_reproduces_the_retrieval_metrics(trained: Path, workdir: 
         assert m["final"][name] == pytest.approx(metrics(trained)["best"][name], abs=1e-6)
 
 
+@pytest.mark.slow  # shares a ColBERT training run of about 15 s
 def test_research_eval_with_the_voyager_index_agrees_on_a_tiny_corpus(trained: Path, workdir):
     change = 'overrides=["model.search.kind=voyager"]'
     done = run_cli("research-eval", f"run_dir={trained}", change, cwd=workdir)
@@ -62,6 +66,7 @@ def test_research_eval_with_the_voyager_index_agrees_on_a_tiny_corpus(trained: P
     assert final["test/ndcg@10"] == pytest.approx(metrics(trained)["best"]["test/ndcg@10"])
 
 
+@pytest.mark.slow  # shares a ColBERT training run of about 15 s
 def test_research_eval_with_the_plaid_index_on_a_tiny_corpus(trained: Path, workdir):
     plaid = ["model.search.kind=plaid", "model.search.centroids=16", "model.search.probes=16"]
     change = "overrides=[" + ",".join(f'"{o}"' for o in [*plaid, "model.search.nbits=4"]) + "]"
@@ -73,6 +78,7 @@ def test_research_eval_with_the_plaid_index_on_a_tiny_corpus(trained: Path, work
     assert final["test/ndcg@10"] == pytest.approx(metrics(trained)["best"]["test/ndcg@10"], abs=0.1)
 
 
+@pytest.mark.slow  # shares a ColBERT training run of about 15 s
 def test_research_index_builds_a_saved_index_over_a_beir_corpus(trained: Path, tmp_path, capsys):
     from research.cli.index import main
     from research.retrieval import load_searcher

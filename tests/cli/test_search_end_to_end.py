@@ -16,6 +16,9 @@ from tests.helpers import search
 from tests.helpers.cli import FAST, run_cli
 from tests.helpers.signals import signal_when
 
+# Every test runs a whole search (4 to 8 s each on 2 cores, the Ctrl-C one more).
+pytestmark = pytest.mark.slow
+
 SEARCH = ["-m", "hparams_search=optuna", *FAST, "logger=none"]
 State = optuna.trial.TrialState
 
@@ -24,7 +27,6 @@ def _summary(sweep: Path) -> dict:
     return json.loads((sweep / "sweep_summary.json").read_text())
 
 
-@pytest.mark.slow
 def test_ctrl_c_in_a_trial_fails_it_and_the_rerun_completes_the_study_with_new_draws(
     workdir: Path,
 ):

@@ -108,6 +108,7 @@ def test_workers_share_a_journal_file_study_without_a_database_server(workdir: P
     assert done.stdout.count("best trial ") == 1
 
 
+@pytest.mark.slow  # a search whose workers all fail: about 3.5 s
 def test_workers_that_all_fail_to_start_make_the_search_fail(workdir: Path):
     done = run_cli(
         "research-train",

@@ -120,6 +120,7 @@ def _command_lines() -> list[list[str]]:
     return lines
 
 
+@pytest.mark.slow  # composes every option of every group: about 14 s
 def test_every_option_composes_and_validates_or_names_what_it_needs():
     """A data option that needs the user's input (BEIR's folder) fails in one line saying so."""
     with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):

@@ -7,9 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow  # installs a copy of the package: about 3 s
 def test_an_installed_copy_finds_its_configs_without_the_checkout(tmp_path: Path):
     target = tmp_path / "site"
     subprocess.run(

@@ -37,6 +37,7 @@ def _module_of(function_id: str) -> str:
     return function_id.split(":")[0].split(".")[0]
 
 
+@pytest.mark.slow  # shares a build over the whole stdlib of about 10 s
 def test_split_by_module_with_the_configured_fractions(built: StdlibCodeSearchDataModule):
     folder = Path(str(built.path))
     modules = {}
@@ -54,6 +55,7 @@ def _all_queries(folder: Path) -> dict[str, str]:
     return {query: text for split in splits for query, text in split.queries.items()}
 
 
+@pytest.mark.slow  # shares a build over the whole stdlib of about 10 s
 def test_documents_are_functions_without_docstrings(built: StdlibCodeSearchDataModule):
     corpus, queries = built.source.corpus, _all_queries(Path(str(built.path)))
     assert sorted(corpus) == sorted(queries)  # one query per function
@@ -69,6 +71,7 @@ def test_documents_are_functions_without_docstrings(built: StdlibCodeSearchDataM
         assert len(queries[doc_id].split()) >= 3
 
 
+@pytest.mark.slow  # shares a build over the whole stdlib of about 10 s
 def test_queries_are_docstring_summaries(built: StdlibCodeSearchDataModule):
     import json
 
@@ -89,6 +92,7 @@ def test_build_is_deterministic(built: StdlibCodeSearchDataModule, tmp_path: Pat
     assert sizes == {s: len(load_beir_folder(tmp_path / "again", s).queries) for s in sizes}
 
 
+@pytest.mark.slow  # shares a build over the whole stdlib of about 10 s
 def test_second_setup_reuses_the_build(built: StdlibCodeSearchDataModule, monkeypatch):
     corpus = Path(str(built.path)) / "corpus.jsonl"
     stamp = corpus.stat().st_mtime_ns
@@ -106,6 +110,7 @@ def test_second_setup_reuses_the_build(built: StdlibCodeSearchDataModule, monkey
         other.setup()
 
 
+@pytest.mark.slow  # shares a build over the whole stdlib of about 10 s
 def test_another_partition_deals_the_modules_anew(built: StdlibCodeSearchDataModule):
     functions = [
         codesearch.CodeFunction(doc_id, _module_of(doc_id), "", text)
@@ -139,6 +144,7 @@ def test_fingerprint_covers_the_python_version_and_parameters(monkeypatch):
     assert fingerprint(config) != before
 
 
+@pytest.mark.slow  # shares a build over the whole stdlib of about 10 s
 def test_train_batches_and_per_split_search(built: StdlibCodeSearchDataModule):
     folder = Path(str(built.path))
     train, test = load_beir_folder(folder, "train"), load_beir_folder(folder, "test")

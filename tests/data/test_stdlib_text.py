@@ -14,6 +14,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> StdlibTextDataModule:
     return module
 
 
+@pytest.mark.slow  # reads the whole stdlib: about 6 s
 def test_corpus_is_the_stdlib_docstrings():
     docs = stdlib_docstrings()
     modules = {module for module, _ in docs}

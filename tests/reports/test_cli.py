@@ -162,6 +162,7 @@ def test_cli_path_imports_neither_torch_nor_lightning(runs_folder: Path, tmp_pat
     assert "HEAVY []" in done.stdout
 
 
+@pytest.mark.slow  # an ablation run first: about 9 s
 def test_variant_names_come_from_the_ablation_file_without_torch(tmp_path: Path):
     """Each variant's config hash, as research-ablate computes it, for the ablation's own
     folder only; composing the configs must not import torch."""

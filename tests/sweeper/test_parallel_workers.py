@@ -100,6 +100,7 @@ def _open_at_once(storage: str, n: int) -> tuple[list[str], list[BaseException]]
     return opened, errors
 
 
+@pytest.mark.slow  # starts worker processes together: about 2.5 s
 def test_workers_creating_one_new_study_at_once_all_open_it(tmp_path: Path):
     # A bare optuna.create_study(load_if_exists=True) loses this race in nearly every round
     # ("table studies already exists", a duplicate alembic_version row).

@@ -82,6 +82,7 @@ def test_a_few_steps_lower_the_in_batch_contrastive_loss(trained):
     assert module.loss_after < 0.9 * module.loss_before
 
 
+@pytest.mark.slow  # trains and tests a dense retriever: about 6 s
 def test_the_test_search_is_exact_over_single_vectors_and_writes_per_query_scores(
     trained, tmp_path
 ):

@@ -54,6 +54,7 @@ def _split(module: RetrievalModule, mini_batch: int | None, bucket: int | None) 
     module.train_mini_batch_size, module.train_length_bucket = mini_batch, bucket
 
 
+@pytest.mark.slow  # a ColBERT forward and backward per part: about 2.5 s a case
 @pytest.mark.parametrize(
     ("mini_batch", "bucket"),
     [(3, None), (None, 3), (3, 2)],  # 8 documents -> 3 + 3 + 2, or 2 + 2 + 2 + 2
