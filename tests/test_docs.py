@@ -10,12 +10,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from research.config.describe import field_docs
 from research.models.configs import CNNConfig
 
 CHECKOUT = Path(__file__).parents[1]
 
 
+@pytest.mark.slow  # a whole MkDocs build: about 5 s
 def test_the_docs_build_strictly(tmp_path: Path):
     done = subprocess.run(
         [

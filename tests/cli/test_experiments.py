@@ -32,9 +32,11 @@ def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 # colbert_stdlib encodes its corpus with MiniLM even for one batch: over a minute on 2 cores;
 # transformer_mlm_stdlib, transformer_stdlib_modules and xiong2020 (data=stdlib_modules)
-# tokenize the stdlib's docstrings first (about 10 s each); transformer_listops about 3.5 s.
+# tokenize the stdlib's docstrings first (about 10 s each); transformer_listops and
+# context_extension (a tokenizer trained on 80 files) about 3.5 s.
 SLOW = {
     "colbert_stdlib",
+    "context_extension",
     "transformer_mlm_stdlib",
     "transformer_stdlib_modules",
     "transformer_listops",

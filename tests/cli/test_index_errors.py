@@ -15,6 +15,9 @@ from omegaconf import OmegaConf
 from tests.helpers.beir_files import write_beir
 from tests.helpers.cli import run_cli
 
+# Most tests build an index with a MiniLM ColBERT: about 8 s for the module on 2 cores.
+pytestmark = pytest.mark.slow
+
 # A small ColBERT (MiniLM, 32-dim projection) over the tiny BEIR folder.
 COLBERT = [
     "experiment=colbert_stdlib",

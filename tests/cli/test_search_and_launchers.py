@@ -81,6 +81,7 @@ def test_a_search_config_mistake_writes_no_study_and_no_sweep_folder(
     assert not (workdir / "logs").exists()
 
 
+@pytest.mark.slow  # a search: about 3 s
 def test_fast_dev_run_in_a_search_is_an_objective_not_a_traceback(workdir: Path):
     done = run_cli(
         "research-train",

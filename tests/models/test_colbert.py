@@ -253,6 +253,7 @@ def test_a_new_model_trains_with_dropout_like_any_new_module():
     assert all(module.training for module in fresh.modules())
 
 
+@pytest.mark.slow  # saves and loads MiniLM: about 3 s
 def test_dropout_sets_every_backbone_dropout_and_survives_a_save(tmp_path):
     """dropout=0 trains without masks: two training forwards agree exactly; the default keeps
     the backbone's own 0.1, whose masks make them differ."""

@@ -87,6 +87,7 @@ def test_an_ablation_name_is_looked_up_in_the_log_dir(
     assert rows == ["| single (baseline)", "| wide"]
 
 
+@pytest.mark.slow  # starts W&B: about 3 s
 def test_wandb_offline_logs_the_table(runs_folder: Path, tmp_path: Path, monkeypatch, capsys):
     monkeypatch.setenv("WANDB_MODE", "offline")
     monkeypatch.setenv("WANDB_SILENT", "true")
@@ -122,6 +123,7 @@ def test_wandb_offline_logs_the_table(runs_folder: Path, tmp_path: Path, monkeyp
     assert {"diff", "diff_low", "diff_high", "diff_n", "bold"} <= set(cells["columns"])
 
 
+@pytest.mark.slow  # starts W&B twice: about 2.5 s
 def test_wandb_logs_a_run_of_its_own_beside_one_the_caller_has_open(
     runs_folder: Path, tmp_path: Path, monkeypatch, capsys
 ):
@@ -145,6 +147,7 @@ def test_wandb_logs_a_run_of_its_own_beside_one_the_caller_has_open(
     assert "report" not in logged.summary and logged.summary["after"] == 1.0
 
 
+@pytest.mark.slow  # a fresh interpreter's report: about 5 s
 def test_cli_path_imports_neither_torch_nor_lightning(runs_folder: Path, tmp_path: Path):
     code = (
         "import sys; from research.cli.report import main; rc = main(sys.argv[1:]); "

@@ -49,6 +49,7 @@ def test_each_kind_is_implemented_by_its_declared_target():
         type(build_searcher("voyager"))(SEARCH_CONFIGS["exact"]())
 
 
+@pytest.mark.slow  # a fresh interpreter: about 3 s
 def test_the_package_and_the_declarations_import_without_torch():
     code = (
         "import sys, research.retrieval, research.retrieval.configs, research.data.configs; "

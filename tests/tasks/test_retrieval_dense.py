@@ -76,6 +76,7 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[RetrievalModule, 
     return module, data
 
 
+@pytest.mark.slow  # shares a dense retriever's training of about 3.5 s
 def test_a_few_steps_lower_the_in_batch_contrastive_loss(trained):
     module, _ = trained
     assert module.trainer.global_step == 3
@@ -108,6 +109,7 @@ def test_the_test_search_is_exact_over_single_vectors_and_writes_per_query_score
         assert logged[f"test/{name}"] == pytest.approx(sum(per_query.values()) / len(queries))
 
 
+@pytest.mark.slow  # shares a dense retriever's training of about 3.5 s
 def test_a_checkpoint_restores_the_trained_weights_and_their_evaluation(trained, tmp_path):
     module, data = trained
     _trainer(tmp_path / "trained").test(module, datamodule=data)

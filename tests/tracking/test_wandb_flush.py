@@ -7,6 +7,7 @@ import contextlib
 import time
 from pathlib import Path
 
+import pytest
 from omegaconf import OmegaConf
 
 from research.tracking.wandb_reader import find_offline_runs, read_offline_run
@@ -24,6 +25,7 @@ def _shipped_wandb_config() -> dict:
     return OmegaConf.to_container(node)
 
 
+@pytest.mark.slow  # waits for W&B's 2 s flush
 def test_logged_rows_reach_the_file_while_the_run_is_still_open(tmp_path: Path):
     (logger,), run_id = build_loggers({"wandb": _shipped_wandb_config()}, tmp_path, None)
     run = logger.experiment
