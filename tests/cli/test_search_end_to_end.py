@@ -16,7 +16,7 @@ from tests.helpers import search
 from tests.helpers.cli import FAST, run_cli
 from tests.helpers.signals import signal_when
 
-# Every test runs a whole search (4 to 8 s each on 2 cores, the Ctrl-C one more).
+# Every test runs a whole search (4 to 7 s each on 2 cores, the Ctrl-C one more).
 pytestmark = pytest.mark.slow
 
 SEARCH = ["-m", "hparams_search=optuna", *FAST, "logger=none"]

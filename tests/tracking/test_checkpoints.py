@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from research.tracking import checkpoints
 from research.tracking.checkpoints import (
     AsyncAtomicCheckpointIO,
     AtomicCheckpointIO,
@@ -128,8 +129,6 @@ def test_serialized_here_an_unpicklable_checkpoint_fails_at_its_own_save(tmp_pat
 def test_the_writer_serializes_only_where_training_leaves_a_core_free(
     monkeypatch: pytest.MonkeyPatch,
 ):
-    import research.tracking.checkpoints as checkpoints
-
     on_cpu = {"state_dict": {"w": torch.zeros(2)}}
     elsewhere = {"state_dict": {"w": torch.zeros(2, device="meta")}}  # e.g. a GPU's weights
     threads = torch.get_num_threads()
