@@ -59,7 +59,7 @@ class Fit(L.LightningModule):
         return torch.optim.SGD(self.parameters(), lr=0.01)
 
 
-def fit(net: nn.Module, data: Dataset, tmp_path: Path, **params: Any) -> ThroughputLog:
+def fit(module: L.LightningModule, data: Dataset, tmp_path: Path, **params: Any) -> ThroughputLog:
     callback = ThroughputLog(**params)
     trainer = L.Trainer(
         max_epochs=1,
@@ -70,7 +70,7 @@ def fit(net: nn.Module, data: Dataset, tmp_path: Path, **params: Any) -> Through
         enable_model_summary=False,
         enable_checkpointing=False,
     )
-    trainer.fit(Fit(net), DataLoader(data, batch_size=BATCH))
+    trainer.fit(module, DataLoader(data, batch_size=BATCH))
     return callback
 
 
@@ -89,7 +89,7 @@ def meta_flops(make: Any, inputs: torch.Tensor) -> int:
 
 
 def test_cnn_flops_are_measure_flops_and_rates_agree(tmp_path: Path):
-    callback = fit(CNN(), Images(), tmp_path)
+    callback = fit(Fit(CNN()), Images(), tmp_path)
     assert callback.flops_per_batch == meta_flops(CNN, torch.zeros(BATCH, 1, 8, 8)) > 0
     rows = logged(tmp_path)
     epochs = [r for r in rows if "throughput/samples_per_s_epoch" in r]
@@ -111,7 +111,7 @@ def test_transformer_flops_tokens_and_mfu_against_a_set_peak(tmp_path: Path):
         return CausalLanguageModel(vocab_size=20, n_layers=1, d_model=32, n_heads=2, d_ff=64)
 
     torch.manual_seed(0)
-    callback = fit(make(), Tokens(), tmp_path, peak_flops=1e9)
+    callback = fit(Fit(make()), Tokens(), tmp_path, peak_flops=1e9)
     assert callback.flops_per_batch == meta_flops(make, torch.zeros(BATCH, 16, dtype=torch.long))
     epochs = [r for r in logged(tmp_path) if "throughput/samples_per_s_epoch" in r]
     tokens = sum(12 + i % 4 for i in range(BATCH * STEPS))  # real tokens of an epoch
@@ -124,7 +124,7 @@ def test_transformer_flops_tokens_and_mfu_against_a_set_peak(tmp_path: Path):
 
 
 def test_no_flops_when_counting_is_off(tmp_path: Path):
-    callback = fit(CNN(), Images(), tmp_path, count_flops=False, peak_flops=1e9)
+    callback = fit(Fit(CNN()), Images(), tmp_path, count_flops=False, peak_flops=1e9)
     assert callback.flops_per_batch is None
     keys = {k for row in logged(tmp_path) for k in row}
     assert "throughput/samples_per_s" in keys
@@ -145,3 +145,27 @@ def test_compute_dtype_follows_the_trainer_precision():
     assert compute_dtype("16-mixed") == torch.float16
     assert compute_dtype("64-true") == torch.float64
     assert compute_dtype("32-true") == torch.float32
+
+
+class Texts(Dataset):
+    def __len__(self) -> int:
+        return BATCH * STEPS
+
+    def __getitem__(self, i: int) -> dict[str, Any]:
+        return {"queries": f"query {i}", "documents": [f"document {i}", "negative"]}
+
+
+class TextFit(Fit):
+    """Batches of texts, as a retrieval task gets them: only the module can count them."""
+
+    def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
+        features = torch.tensor([[float(len(q))] for q in batch["queries"]])
+        return self.net(features).square().mean()
+
+    def batch_samples(self, batch: Any) -> int:
+        return len(batch["queries"])
+
+
+def test_samples_of_batches_without_tensors_come_from_the_module(tmp_path: Path):
+    callback = fit(TextFit(nn.Linear(1, 1)), Texts(), tmp_path, count_flops=False)
+    assert callback.totals is not None and callback.totals.samples == BATCH * STEPS

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from lightning.pytorch.utilities.data import extract_batch_size
 
 from research.config.errors import ConfigError
 from research.losses.contrastive import Contrastive
@@ -133,3 +134,11 @@ def test_mini_batches_keep_only_the_embeddings_for_backward(module: RetrievalMod
 def test_a_zero_part_size_is_a_config_error(key: str):
     with pytest.raises(ConfigError, match=key):
         RetrievalModule(ColBERT(), Contrastive(), optimizer=None, **{key: 0})
+
+
+def test_a_batch_of_texts_counts_its_queries_for_throughput(module: RetrievalModule):
+    # Lightning finds no tensor in a batch of texts (its extract_batch_size raises on one).
+    batch = {"queries": QUERIES, "documents": DOCUMENTS}
+    with pytest.raises(Exception, match="batch_size"):
+        extract_batch_size(batch)
+    assert module.batch_samples(batch) == len(QUERIES)

@@ -18,6 +18,8 @@ metrics.json's `final` hold it under `<name>`):
 - `throughput/mfu`: FLOP/s per device over the device's peak (`peak_flops`, else Lightning's
   table for the GPU at the trainer's precision); absent when no peak is known (CPU).
 
+Samples are counted by the module's `batch_samples(batch)` where it has one (every `Task`: a
+retrieval batch of texts counts its queries), else by Lightning's `extract_batch_size`.
 Times are training only (validation excluded) and rank zero's; devices are assumed alike.
 """
 
@@ -133,7 +135,8 @@ class ThroughputLog(L.Callback):
         totals = self.totals
         assert totals is not None
         totals.batches += 1
-        totals.samples += extract_batch_size(batch)
+        # A task knows its batches (`Task.batch_samples`); any other module, Lightning's guess.
+        totals.samples += getattr(pl_module, "batch_samples", extract_batch_size)(batch)
         tokens = batch_tokens(batch)
         if tokens is not None:
             totals.tokens = tokens if totals.tokens is None else totals.tokens + tokens

@@ -7,6 +7,7 @@ from typing import Any
 
 import lightning as L
 import torch
+from lightning.pytorch.utilities.data import extract_batch_size
 from torch import nn
 
 from research.optim.factory import OptimizerFactory, SchedulerFactory, configure
@@ -54,6 +55,11 @@ class Task(L.LightningModule):
                 prog_bar=True,
                 batch_size=batch_size,
             )
+
+    def batch_samples(self, batch: Any) -> int:
+        """Samples in a training batch, for throughput (`callbacks=throughput`): Lightning's
+        reading of its tensors' first dimension; a task whose batches hold no tensors says."""
+        return extract_batch_size(batch)
 
     def configure_optimizers(self) -> dict[str, Any]:
         steps = self.trainer.estimated_stepping_batches  # inf for max_epochs=-1

@@ -78,6 +78,11 @@ class RetrievalModule(Task):
         self.log_train_loss(loss, batch_size=len(batch["queries"]))
         return loss
 
+    def batch_samples(self, batch: dict[str, Any]) -> int:
+        """A batch holds texts (tokenized by the network), so Lightning finds no tensor to
+        count: one sample per query, with its documents."""
+        return len(batch["queries"])
+
     def _embed(self, texts: list[str], is_query: bool) -> tuple[torch.Tensor, torch.Tensor]:
         """Token embeddings of a training batch with autograd, in the order of `texts`.
 
