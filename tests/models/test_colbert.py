@@ -6,16 +6,19 @@ import dataclasses
 import importlib.util
 import json
 import os
+import shutil
 import string
 from pathlib import Path
 
 import pytest
 import torch
+import transformers
 from safetensors.torch import load_file
 
 from research.models import hf_retriever
 from research.models.colbert import MINILM_HUB_ID, ColBERT, default_backbone
 from research.models.configs import ColBERTConfig
+from research.utils.backbones import local_minilm
 
 QUERY_LENGTH, DOCUMENT_LENGTH = 16, 24
 SORTING_QUERY = "how do I sort a list in python"
@@ -270,3 +273,17 @@ def test_dropout_sets_every_backbone_dropout_and_survives_a_save(tmp_path):
     loaded = ColBERT.from_pretrained(tmp_path / "quiet")
     assert loaded.config.dropout == 0.0
     assert {m.p for m in loaded.modules() if isinstance(m, torch.nn.Dropout)} == {0.0}
+
+
+def test_a_half_precision_backbone_loads_with_float32_weights(tmp_path):
+    """transformers 5 would load a bf16 checkpoint as bf16; the trainer's precision decides."""
+    minilm = local_minilm()
+    assert minilm is not None
+    for name in ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json"):
+        shutil.copy(minilm / name, tmp_path / name)
+    tiny = transformers.BertConfig(
+        vocab_size=30522, hidden_size=32, num_hidden_layers=1, num_attention_heads=2
+    )
+    transformers.BertModel(tiny).to(torch.bfloat16).save_pretrained(tmp_path)
+    model = ColBERT(backbone=str(tmp_path), max_length_query=QUERY_LENGTH)
+    assert {p.dtype for p in model.parameters()} == {torch.float32}
