@@ -275,6 +275,7 @@ def test_dropout_sets_every_backbone_dropout_and_survives_a_save(tmp_path):
     assert {m.p for m in loaded.modules() if isinstance(m, torch.nn.Dropout)} == {0.0}
 
 
+@pytest.mark.slow  # builds, saves and loads a backbone: about 3.5 s
 def test_a_half_precision_backbone_loads_with_float32_weights(tmp_path):
     """transformers 5 would load a bf16 checkpoint as bf16; the trainer's precision decides."""
     minilm = local_minilm()
