@@ -9,8 +9,10 @@ two compute one function with one parameter count. A step is forward, next-token
 backward and an AdamW step. All contenders live in one process (compiling once) and are timed
 in turn, round after round (A B A B ...), so a load that comes and goes on a shared machine hits
 them alike; each round gives one ratio, and the median is printed with its min-max (target:
-research/gpt2 >= 1.0). `--compile` adds this model under torch.compile (the `model.compile=true`
-path, compiled in place) and prints compiled/eager the same way.
+research/gpt2 >= 1.0). Each size also prints its FLOPs per step (counted, and the 6 x parameters
+x tokens estimate) and each model's FLOP/s, with MFU on a GPU. `--compile` adds this model under
+torch.compile (the `model.compile=true` path, compiled in place) and prints compiled/eager the
+same way.
 
     python benchmarks/causal_lm_throughput.py [--size D LAYERS HEADS CONTEXT BATCH ...]
         [--rounds 5] [--iters 2] [--compile] [--profile] [--device cpu] [--dtype float32]
@@ -157,13 +159,13 @@ def measure(size: tuple[int, ...], args: argparse.Namespace) -> None:
         {name: tokens / timed(step, args.iters, device) for name, step in steps.items()}
         for _ in range(args.rounds)
     ]
-    medians = ", ".join(
-        f"{name} {statistics.median(r[name] for r in rounds):8.0f} tok/s" for name in steps
-    )
+    medians = {name: statistics.median(r[name] for r in rounds) for name in steps}
     print(
         f"d={d} L={layers} h={heads} ctx={context} batch={batch} params={count / 1e6:.2f}M "
-        f"(same in both) (medians): {medians}"
+        f"(same in both) (medians): "
+        + ", ".join(f"{name} {rate:8.0f} tok/s" for name, rate in medians.items())
     )
+    print_flops(step_flops(steps["research"]), count, batch * context, medians, device, dtype)
     if args.profile:
         op_table({"research": steps["research"], "gpt2": steps["gpt2"]}, args.iters)
     pairs = [("research", "gpt2")] + ([("compiled", "research")] if args.compile else [])
@@ -173,6 +175,41 @@ def measure(size: tuple[int, ...], args: argparse.Namespace) -> None:
             f"    {a}/{b}: median {statistics.median(ratios):.3f} "
             f"(min {min(ratios):.3f}, max {max(ratios):.3f}, {len(ratios)} rounds)"
         )
+
+
+def step_flops(step: Callable[[], None]) -> int:
+    """FLOPs of one step as torch's FlopCounterMode counts them (the matrix products and
+    attention of forward and backward; AdamW's elementwise work is not counted), as the
+    throughput callback (`callbacks=throughput`) counts a training batch."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    with FlopCounterMode(display=False) as counter:
+        step()
+    return counter.get_total_flops()
+
+
+def print_flops(
+    flops: int,
+    params: int,
+    tokens: int,
+    rates: dict[str, float],
+    device: torch.device,
+    dtype: torch.dtype,
+) -> None:
+    """FLOPs per step, counted and as the 6 x parameters x tokens estimate, and each model's
+    FLOP/s and MFU (against Lightning's table of GPU peaks at `dtype`; none on a CPU). Both
+    models compute one function, so one count serves all."""
+    from lightning.fabric.utilities.throughput import get_available_flops
+
+    peak = get_available_flops(device, dtype) if device.type == "cuda" else None
+    print(
+        f"    FLOPs/step: {flops / 1e9:,.0f} G counted, {6 * params * tokens / 1e9:,.0f} G by "
+        f"6 x params x tokens" + (f"; peak {peak / 1e12:,.0f} TFLOP/s ({dtype})" if peak else "")
+    )
+    for name, rate in rates.items():
+        flops_per_s = flops / tokens * rate
+        mfu = f", MFU {flops_per_s / peak:.1%}" if peak else ""
+        print(f"    {name}: {flops_per_s / 1e12:,.2f} TFLOP/s{mfu}")
 
 
 def op_table(steps: dict[str, Callable[[], None]], iters: int, top: int = 12) -> None:

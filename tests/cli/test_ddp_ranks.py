@@ -37,6 +37,7 @@ def _check_ddp_jobs(root: Path, jobs: int) -> list[dict]:
         found.append(json.loads((job / "metrics.json").read_text()))
     assert [m["status"] for m in found] == ["completed"] * jobs
     assert all(m["config"]["trainer"]["devices"] == 2 for m in found)
+    assert all(m["ddp"]["backend"] == "gloo" and m["ddp"]["world_size"] == 2 for m in found)
     return found
 
 

@@ -37,7 +37,8 @@ def _resolved(host: str) -> str | None:
 class RankPlacement(L.Callback):
     """Gathers each rank's placement at the start of fit into `record["ddp"]` (the run's
     metrics.json fields), there at once so that a run a lost rank fails still shows where its
-    ranks ran; nothing in a single-process run."""
+    ranks ran, and the collective backend (nccl on GPUs, gloo on CPUs); nothing without a
+    process group (DDP on one GPU has one, of one rank)."""
 
     def __init__(self, record: dict[str, Any]) -> None:
         self.record = record
@@ -45,7 +46,7 @@ class RankPlacement(L.Callback):
     def setup(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
         import torch.distributed as dist
 
-        if stage != "fit" or trainer.world_size < 2 or not dist.is_initialized():
+        if stage != "fit" or not dist.is_initialized():
             return
         environment = trainer.strategy.cluster_environment
         main = (str(environment.main_address), int(environment.main_port))
@@ -70,6 +71,7 @@ class RankPlacement(L.Callback):
         self.record["ddp"] = {
             "world_size": trainer.world_size,
             "num_nodes": trainer.num_nodes,
+            "backend": dist.get_backend(),
             "rendezvous": {"host": main[0], "address": _resolved(main[0]), "port": main[1]},
             "ranks": ranks,
         }
