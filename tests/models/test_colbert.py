@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import string
+from contextlib import nullcontext
 from pathlib import Path
 
 import pytest
@@ -288,3 +289,26 @@ def test_a_half_precision_backbone_loads_with_float32_weights(tmp_path):
     transformers.BertModel(tiny).to(torch.bfloat16).save_pretrained(tmp_path)
     model = ColBERT(backbone=str(tmp_path), max_length_query=QUERY_LENGTH)
     assert {p.dtype for p in model.parameters()} == {torch.float32}
+
+
+def test_gpu_attention_leaves_out_cudnn_and_elsewhere_changes_nothing():
+    """cuDNN attention plans every new shape, and padded texts bring new shapes at most steps
+    (hf_retriever.ATTENTION_KERNELS has the measurement); the flags are torch's own."""
+    cuda = torch.backends.cuda
+    assert cuda.cudnn_sdp_enabled()
+    with hf_retriever.attention_kernels(torch.device("cuda")):
+        assert not cuda.cudnn_sdp_enabled()
+        assert cuda.flash_sdp_enabled() and cuda.mem_efficient_sdp_enabled()
+        assert cuda.math_sdp_enabled()
+    assert cuda.cudnn_sdp_enabled()
+    with hf_retriever.attention_kernels(torch.device("cpu")):
+        assert cuda.cudnn_sdp_enabled()
+
+
+def test_forward_runs_the_backbone_under_the_gpu_attention_kernels(model, monkeypatch):
+    devices = []
+    monkeypatch.setattr(
+        hf_retriever, "attention_kernels", lambda device: devices.append(device) or nullcontext()
+    )
+    model.embed([SORTING_QUERY], is_query=True)
+    assert devices == [torch.device("cpu")]

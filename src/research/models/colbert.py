@@ -106,8 +106,8 @@ class ColBERT(HFRetriever):
         self, input_ids: Tensor, attention_mask: Tensor, is_query: bool
     ) -> tuple[Tensor, Tensor]:
         """(unit-norm token embeddings [B, L, embedding_size], bool mask of the scored tokens)."""
-        hidden = self.backbone(input_ids=input_ids, attention_mask=attention_mask)
-        embeddings = F.normalize(self.projection(hidden.last_hidden_state), p=2, dim=-1)
+        hidden = self.hidden_states(input_ids, attention_mask)
+        embeddings = F.normalize(self.projection(hidden), p=2, dim=-1)
         if is_query:
             return embeddings, torch.ones_like(input_ids, dtype=torch.bool)
         mask = attention_mask.bool()

@@ -60,9 +60,9 @@ class DenseRetriever(HFRetriever):
     ) -> tuple[Tensor, Tensor]:
         """(pooled embeddings [B, 1, hidden], all-true mask [B, 1]); `is_query` only picks the
         max length in `tokenize`."""
-        hidden = self.backbone(input_ids=input_ids, attention_mask=attention_mask)
-        weights = attention_mask.unsqueeze(-1).to(hidden.last_hidden_state.dtype)
-        pooled = (hidden.last_hidden_state * weights).sum(1) / weights.sum(1).clamp(min=1)
+        hidden = self.hidden_states(input_ids, attention_mask)
+        weights = attention_mask.unsqueeze(-1).to(hidden.dtype)
+        pooled = (hidden * weights).sum(1) / weights.sum(1).clamp(min=1)
         if self.normalize:
             pooled = F.normalize(pooled, p=2, dim=-1)
         return pooled.unsqueeze(1), torch.ones_like(input_ids[:, :1], dtype=torch.bool)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import warnings
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
@@ -37,6 +38,12 @@ WEIGHTS_FILE = "model.safetensors"
 BACKBONE_CONFIG_FILE = "config.json"
 # encode() shows a progress bar by default above this many texts.
 PROGRESS_BAR_ABOVE = 1000
+# The backbone's attention kernels on a GPU (names of torch's SDPBackend; None: torch's choice):
+# all but cuDNN's. Texts pad to the longest of their batch, so most training batches bring new
+# shapes, and cuDNN attention plans each new shape anew. On an H100 (torch 2.11, bf16 autocast,
+# MiniLM, 30 batches of new shapes) a ColBERT step took 217 ms with it and 49 ms without; once
+# the shapes had been seen, 49 and 47 ms (benchmarks/colbert_attention_kernels.py).
+ATTENTION_KERNELS: tuple[str, ...] | None = ("FLASH_ATTENTION", "EFFICIENT_ATTENTION", "MATH")
 
 
 class HFRetriever(nn.Module):
@@ -93,6 +100,12 @@ class HFRetriever(nn.Module):
                     layer.p = config.dropout
         # from_pretrained returns the encoder in eval mode; a new nn.Module trains, with dropout.
         self.backbone.train(self.training)
+
+    def hidden_states(self, input_ids: Tensor, attention_mask: Tensor) -> Tensor:
+        """The backbone's last hidden states [B, L, hidden], on a GPU with `ATTENTION_KERNELS`."""
+        with attention_kernels(input_ids.device):
+            output = self.backbone(input_ids=input_ids, attention_mask=attention_mask)
+        return output.last_hidden_state
 
     def embed(self, texts: list[str], is_query: bool) -> tuple[Tensor, Tensor]:
         """Tokenize and run forward on the module's device, keeping autograd (for training)."""
@@ -242,6 +255,19 @@ class HFRetriever(nn.Module):
         nn.Module.__init__(model)
         model._setup(config, backbone, transformers.AutoTokenizer.from_pretrained(encoder))
         return model
+
+
+def attention_kernels(device: torch.device) -> AbstractContextManager[object]:
+    """Limits scaled-dot-product attention to `ATTENTION_KERNELS` on a CUDA device; elsewhere,
+    or on a torch without `sdpa_kernel` (before 2.3, which has no cuDNN attention), changes
+    nothing."""
+    if device.type != "cuda" or ATTENTION_KERNELS is None:
+        return nullcontext()
+    try:
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+    except ImportError:
+        return nullcontext()
+    return sdpa_kernel([getattr(SDPBackend, name) for name in ATTENTION_KERNELS])
 
 
 def import_transformers(source: str | Path) -> ModuleType:
