@@ -280,15 +280,3 @@ def inductor_cpp_compilers() -> list[str]:
 
     candidates = config.cpp.cxx if isinstance(config.cpp.cxx, (list, tuple)) else [config.cpp.cxx]
     return [str(c) for c in candidates if c is not None]
-
-
-def dynamo_counts() -> dict[str, int]:
-    """What torch.compile has done in this process: frames compiled, graphs built and graph
-    breaks. Dynamo keeps them in `torch._dynamo.utils.counters`; no public API reports them."""
-    from torch._dynamo.utils import counters
-
-    return {
-        "frames": int(counters["frames"]["ok"]),
-        "graphs": int(counters["stats"]["unique_graphs"]),
-        "graph_breaks": int(sum(counters["graph_break"].values())),
-    }

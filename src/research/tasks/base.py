@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import math
 from typing import Any
 
@@ -11,12 +10,9 @@ import torch
 from lightning.pytorch.utilities.data import extract_batch_size
 from torch import nn
 
-from research import compat
 from research.optim.factory import OptimizerFactory, SchedulerFactory, configure
 from research.tasks.compile import compile_net
 from research.tasks.configs import TaskConfig
-
-log = logging.getLogger(__name__)
 
 
 class Task(L.LightningModule):
@@ -39,7 +35,6 @@ class Task(L.LightningModule):
         self.net, self.loss = net, loss
         self.optimizer_factory, self.scheduler_factory = optimizer, scheduler
         self.net_compiled = False
-        self.compile_counts: dict[str, int] = {}
 
     def configure_model(self) -> None:
         """With `compile=true`, compile the network in place for the device the trainer runs
@@ -49,25 +44,6 @@ class Task(L.LightningModule):
         if config.compile and not self.net_compiled:
             compile_net(self.net, config.compile_mode, self.trainer.strategy.root_device)
             self.net_compiled = True
-            self.compile_counts = compat.dynamo_counts()
-
-    def on_train_end(self) -> None:
-        """With `compile=true`, say what torch.compile built during training (and the
-        validations in it): a network that ran eager would otherwise look like a compiled one
-        in every metric."""
-        if not self.net_compiled:
-            return
-        now = compat.dynamo_counts()
-        built = {key: now[key] - self.compile_counts.get(key, 0) for key in now}
-        if built["graphs"] == 0:
-            log.warning("model.compile=true, but torch.compile built no graph: the net ran eager")
-            return
-        log.info(
-            "model.compile: torch.compile built %d graph(s) from %d frame(s), %d graph break(s)",
-            built["graphs"],
-            built["frames"],
-            built["graph_breaks"],
-        )
 
     def log_train_loss(self, loss: torch.Tensor, batch_size: int | None = None) -> None:
         if (self.global_step + 1) % self.trainer.log_every_n_steps == 0:
