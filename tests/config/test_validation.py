@@ -153,6 +153,7 @@ def test_run_suffix_keeps_long_override_sets_apart():
     assert run_suffix("") == ""
 
 
+@pytest.mark.slow  # fresh interpreters: about 3.7 s
 def test_cli_and_config_checks_do_not_import_torch_or_lightning():
     code = (
         "import sys\n"

@@ -22,6 +22,7 @@ def stdlib(tmp_path_factory: pytest.TempPathFactory) -> StdlibCodeDataModule:
     return module
 
 
+@pytest.mark.slow  # reads every stdlib source file: about 3 s
 def test_corpus_is_every_stdlib_source_file():
     paths = [path for path, _ in stdlib_files()]
     assert (

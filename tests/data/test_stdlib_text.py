@@ -22,6 +22,7 @@ def test_corpus_is_the_stdlib_docstrings():
     assert not any(module.startswith("test") for module in modules)
 
 
+@pytest.mark.slow  # shares the stdlib build: about 7 s
 def test_blocks_tokenizer_and_split_by_module(built: StdlibTextDataModule):
     sizes = {split: len(data) for split, data in built.splits.items()}
     assert sizes["train"] > sizes["val"] > 0 and sizes["test"] > 0
@@ -33,6 +34,7 @@ def test_blocks_tokenizer_and_split_by_module(built: StdlibTextDataModule):
     assert split_of("json", 0.1, 0.1) == split_of("json", 0.1, 0.1)
 
 
+@pytest.mark.slow  # shares the stdlib build: about 7 s
 def test_build_is_cached_and_fingerprinted(built: StdlibTextDataModule):
     cache = built.cache_dir
     assert (cache / "tokenizer.json").is_file() and (cache / "blocks.pt").is_file()

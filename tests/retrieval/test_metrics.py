@@ -17,6 +17,9 @@ from research.retrieval.metrics import (
     write_per_query,
 )
 
+# ranx compiles its numba kernels at its first use in a process: about 7 s.
+pytestmark = pytest.mark.slow
+
 QRELS = {
     "q1": {"d1": 2, "d2": 1, "d5": 0},  # d5 judged but not relevant
     "q2": {"d3": 1},

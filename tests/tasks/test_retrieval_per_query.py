@@ -38,6 +38,7 @@ def _evaluate(
     return logged
 
 
+@pytest.mark.slow  # its first ranx use in the process compiles numba kernels: about 4.5 s
 def test_the_evaluation_step_writes_the_scores_behind_its_metrics(tmp_path, monkeypatch):
     logged = _evaluate(tmp_path, monkeypatch)
     scores = json.loads((tmp_path / "per_query_test.json").read_text())
