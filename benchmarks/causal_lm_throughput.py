@@ -201,7 +201,7 @@ def print_flops(
     models compute one function, so one count serves all."""
     from lightning.fabric.utilities.throughput import get_available_flops
 
-    peak = get_available_flops(device, dtype) if device.type == "cuda" else None
+    peak = get_available_flops(device, dtype)
     print(
         f"    FLOPs/step: {flops / 1e9:,.0f} G counted, {6 * params * tokens / 1e9:,.0f} G by "
         f"6 x params x tokens" + (f"; peak {peak / 1e12:,.0f} TFLOP/s ({dtype})" if peak else "")

@@ -52,13 +52,13 @@ FAMILIES: dict[str, list[str]] = {
 }
 # Families whose precision is fixed above, so they are one run, not a sweep over --precisions.
 SINGLE = {"ddp", "lm_compiled"}
-# What each family's quality is read from: (metrics.json section, metric) pairs.
+# The metrics each family's quality is read from (metrics.json's `best`, else its `final`).
 QUALITY = {
-    "cnn": [("best", "test/acc")],
-    "ddp": [("best", "test/acc")],
-    "lm": [("best", "val/loss"), ("best", "test/ppl")],
-    "lm_compiled": [("best", "val/loss"), ("best", "test/ppl")],
-    "colbert": [("best", "val/ndcg@10"), ("best", "test/ndcg@10")],
+    "cnn": ["test/acc"],
+    "ddp": ["test/acc"],
+    "lm": ["val/loss", "test/ppl"],
+    "lm_compiled": ["val/loss", "test/ppl"],
+    "colbert": ["val/ndcg@10", "test/ndcg@10"],
 }
 TRAIN = "from research.cli.train import entry; entry()"
 
@@ -102,8 +102,8 @@ def rows_of(family: str, root: Path) -> list[dict[str, Any]]:
         }
         for name in ("samples_per_s", "tokens_per_s", "flops_per_s", "mfu", "flops_per_step"):
             row[name] = final.get(f"throughput/{name}")
-        for section, metric in QUALITY[family]:
-            row[metric] = record.get(section, {}).get(metric, final.get(metric))
+        for metric in QUALITY[family]:
+            row[metric] = record.get("best", {}).get(metric, final.get(metric))
         row["ddp"] = record.get("ddp")  # world size, nodes and backend, with a process group
         row["error"] = record.get("error")
         rows.append(row)
@@ -122,7 +122,7 @@ def table(rows: list[dict[str, Any]]) -> str:
     for row in rows:
         quality = ", ".join(
             f"{metric} {row[metric]:.4f}"
-            for _, metric in QUALITY[row["family"]]
+            for metric in QUALITY[row["family"]]
             if row.get(metric) is not None
         )
         ddp = row.get("ddp")

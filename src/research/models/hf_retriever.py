@@ -41,8 +41,9 @@ PROGRESS_BAR_ABOVE = 1000
 # The backbone's attention kernels on a GPU (names of torch's SDPBackend; None: torch's choice):
 # all but cuDNN's. Texts pad to the longest of their batch, so most training batches bring new
 # shapes, and cuDNN attention plans each new shape anew. On an H100 (torch 2.11, bf16 autocast,
-# MiniLM, 30 batches of new shapes) a ColBERT step took 217 ms with it and 49 ms without; once
-# the shapes had been seen, 49 and 47 ms (benchmarks/colbert_attention_kernels.py).
+# MiniLM, 30 batches of new shapes, one run of each setting in turn) a ColBERT step took 217 ms
+# with it and 49 ms without; once the shapes had been seen, 49 and 47 ms
+# (benchmarks/colbert_attention_kernels.py).
 ATTENTION_KERNELS: tuple[str, ...] | None = ("FLASH_ATTENTION", "EFFICIENT_ATTENTION", "MATH")
 
 

@@ -75,7 +75,7 @@ class RetrievalModule(Task):
         extra = {"teacher_scores": batch["teacher_scores"]} if "teacher_scores" in batch else {}
         loss = self.loss(queries, query_mask, documents, document_mask, **extra)
         self.train_loss.update(loss.detach())
-        self.log_train_loss(loss, batch_size=len(batch["queries"]))
+        self.log_train_loss(loss, batch_size=self.batch_samples(batch))
         return loss
 
     def batch_samples(self, batch: dict[str, Any]) -> int:
