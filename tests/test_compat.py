@@ -285,3 +285,36 @@ def test_lightning_checkpoint_saved_last_is_the_step_and_path_of_the_latest_save
         6,
         str(tmp_path / "epoch=1-step=6.ckpt"),
     )
+
+
+def test_lightning_model_checkpoint_with_save_hooks_runs_them_at_every_save(tmp_path: Path):
+    seen: list[tuple[str, Any]] = []
+
+    class Recording(compat.lightning_model_checkpoint_with_save_hooks()):  # type: ignore[misc]
+        def save_point_metrics(self, trainer: L.Trainer, metrics: Any) -> Any:
+            lightnings = metrics()
+            seen.append(("metrics", int(lightnings["step"])))
+            return lightnings
+
+        def save_file(self, trainer: L.Trainer, filepath: str, save: Any) -> None:
+            save()
+            seen.append(("file", Path(filepath).name if Path(filepath).is_file() else None))
+
+    checkpoint = Recording(dirpath=tmp_path, save_top_k=-1)
+    trainer = L.Trainer(
+        accelerator="cpu",
+        max_epochs=2,
+        logger=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        callbacks=[checkpoint],
+    )
+    trainer.fit(Tiny(), DataLoader(TensorDataset(torch.randn(12, 2)), batch_size=4))
+    assert seen == [
+        ("metrics", 3),
+        ("file", "epoch=0-step=3.ckpt"),
+        ("metrics", 6),
+        ("file", "epoch=1-step=6.ckpt"),
+    ]
+    assert isinstance(checkpoint, ModelCheckpoint)
+    assert compat.lightning_model_checkpoint_with_save_hooks() is type(checkpoint).__base__

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-from collections.abc import Iterable, Iterator
+import functools
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 
@@ -113,6 +114,38 @@ def lightning_checkpoint_saved_last(callback: Any) -> tuple[int, str]:
     (for its `save_last="link"`) but exposes neither; `last_model_path` is only set by
     `save_last`, and `best_model_path` may be an older save than the latest."""
     return callback._last_global_step_saved, callback._last_checkpoint_saved  # noqa: SLF001
+
+
+@functools.cache
+def lightning_model_checkpoint_with_save_hooks() -> type:
+    """Lightning's `ModelCheckpoint` with two private steps of a save reachable under public
+    names, for a subclass to change (`research.callbacks.last_checkpoint`): Lightning has no
+    hook at the moment a checkpoint file is written, nor for the metrics a save point reads.
+
+    - `save_point_metrics(trainer, metrics)`: the metrics a save point's file name and monitor
+      read (`_monitor_candidates`); `metrics()` gives Lightning's.
+    - `save_file(trainer, filepath, save)`: around the one call that writes a checkpoint and
+      updates the callback's bookkeeping (`_save_checkpoint`); `save()` does Lightning's.
+
+    One class, made once: every subclass and isinstance check sees the same base."""
+    from lightning.pytorch.callbacks import ModelCheckpoint
+
+    class ModelCheckpointWithSaveHooks(ModelCheckpoint):
+        def save_point_metrics(self, trainer: Any, metrics: Callable[[], Any]) -> Any:
+            return metrics()
+
+        def save_file(self, trainer: Any, filepath: str, save: Callable[[], None]) -> None:
+            save()
+
+        def _monitor_candidates(self, trainer: Any) -> Any:
+            lightnings = functools.partial(super()._monitor_candidates, trainer)
+            return self.save_point_metrics(trainer, lightnings)
+
+        def _save_checkpoint(self, trainer: Any, filepath: str) -> None:
+            lightnings = functools.partial(super()._save_checkpoint, trainer, filepath)
+            self.save_file(trainer, filepath, lightnings)
+
+    return ModelCheckpointWithSaveHooks
 
 
 def wandb_logger_started(logger: Any) -> bool:

@@ -14,6 +14,7 @@ with a new file and leaves it alone.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import lightning as L
@@ -24,7 +25,7 @@ from research import compat
 from research.tracking.checkpoints import AsyncAtomicCheckpointIO
 
 
-class LastCheckpoint(ModelCheckpoint):
+class LastCheckpoint(compat.lightning_model_checkpoint_with_save_hooks()):  # type: ignore[misc]
     """Writes `<dirpath>/last.ckpt` after every epoch (after every validation when validation
     runs mid-epoch; every `every_n_train_steps` steps when the run saves by steps). It must come
     after the best-checkpoint callback, so `last.ckpt` holds that callback's updated state (its
@@ -50,25 +51,27 @@ class LastCheckpoint(ModelCheckpoint):
             enable_version_counter=False,
         )
 
-    def _monitor_candidates(self, trainer: L.Trainer) -> dict[str, torch.Tensor]:
+    def save_point_metrics(
+        self, trainer: L.Trainer, metrics: Callable[[], dict[str, torch.Tensor]]
+    ) -> dict[str, torch.Tensor]:
         """The epoch and step only: `last.ckpt` monitors nothing and its name holds no metric,
-        while Lightning's version deep-copies every logged metric at every save point (0.9 ms
+        while Lightning's `metrics()` deep-copies every logged metric at every save point (0.9 ms
         an epoch in a default run, 8 metrics)."""
         return {
             "epoch": torch.tensor(trainer.current_epoch),
             "step": torch.tensor(trainer.global_step),
         }
 
-    def _save_checkpoint(self, trainer: L.Trainer, filepath: str) -> None:
+    def save_file(self, trainer: L.Trainer, filepath: str, save: Callable[[], None]) -> None:
         """Lightning's save, linked to the file another checkpoint callback saved at this step
         (see the module's docstring); Lightning's bookkeeping after a save is unchanged."""
         writer = trainer.strategy.checkpoint_io
         source = self._saved_at_this_step(trainer)
         if source is None or not isinstance(writer, AsyncAtomicCheckpointIO):
-            super()._save_checkpoint(trainer, filepath)
+            save()
             return
         with writer.same_state_as(source):
-            super()._save_checkpoint(trainer, filepath)
+            save()
 
     def _saved_at_this_step(self, trainer: L.Trainer) -> str | None:
         """The file a checkpoint callback before this one saved at the current step, of the same
