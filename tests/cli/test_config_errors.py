@@ -37,6 +37,11 @@ CASES = [
     # What Hydra accepts but a run cannot use: it failed only after its run dir was made.
     (["~model"], "model is missing (removed with ~model?): every research-train run needs it"),
     (["trainer.max_time=garbage"], "trainer.max_time='garbage' is not a duration"),
+    (
+        ["trainer.float32_matmul_precision=tf32"],
+        "trainer.float32_matmul_precision='tf32' is not valid; choose one of: highest, high, "
+        "medium, null",
+    ),
     (["seed=4294967296"], "seed=4294967296 is out of range; it must be <= 4294967295"),
     (["-m", "ckpt_path=last", "seed=0,1"], "ckpt_path=last cannot run under -m"),
     # Hydra's own refusals, in one line naming the override, with what to write instead.

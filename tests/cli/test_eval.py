@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+import torch
 from omegaconf import OmegaConf
 
 from tests.helpers.cli import FAST, metrics, run_cli, run_dirs
@@ -31,6 +32,7 @@ def test_eval_reproduces_the_test_metrics_of_the_best_checkpoint(finished_run: P
     trained = metrics(finished_run)["best"]
     assert m["final"]["test/acc"] == pytest.approx(trained["test/acc"], abs=1e-6)
     assert m["final"]["test/loss"] == pytest.approx(trained["test/loss"], abs=1e-5)
+    assert m["float32_matmul_precision"] == "highest"  # as the run trained
 
 
 def test_train_false_tests_the_checkpoint_ckpt_path_names(finished_run: Path, workdir: Path):
@@ -78,6 +80,15 @@ def test_eval_overrides_change_the_saved_config_for_this_evaluation(finished_run
     m = metrics(evaluation)
     assert m["eval_overrides"] == ["data.normalize=false"]
     assert m["final"]["test/loss"] != pytest.approx(metrics(finished_run)["best"]["test/loss"])
+
+
+def test_eval_applies_the_float32_matmul_precision_of_its_config(finished_run: Path, workdir):
+    change = 'overrides=["trainer.float32_matmul_precision=medium"]'
+    done = run_cli("research-eval", f"run_dir={finished_run}", change, cwd=workdir)
+    assert done.returncode == 0, done.stderr[-2000:]
+    (evaluation,) = run_dirs(workdir, task="eval")
+    assert metrics(evaluation)["float32_matmul_precision"] == "medium"
+    assert torch.get_float32_matmul_precision() == "highest"  # put back after the job
 
 
 def test_eval_takes_the_run_dir_as_a_bare_argument(finished_run: Path, workdir: Path):

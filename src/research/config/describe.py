@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from research.config.schema import Schema, type_name
+from research.config.schema import Schema, listed_choices, type_name
 
 _RULES = (("gt", ">"), ("ge", ">="), ("lt", "<"), ("le", "<="))
 
@@ -68,7 +68,7 @@ def field_docs(schema: type[Schema]) -> dict[str, str]:
 def _rules(metadata: Any) -> str:
     parts = [f"{sign} {metadata[key]}" for key, sign in _RULES if key in metadata]
     if "choices" in metadata:
-        parts.append("one of " + ", ".join(dict.fromkeys(map(str, metadata["choices"]))))
+        parts.append("one of " + listed_choices(metadata["choices"]))
     return ", ".join(parts)
 
 

@@ -33,6 +33,11 @@ def spec(default: Any = dataclasses.MISSING, **rules: Any) -> Any:
     return dataclasses.field(default=default, metadata=rules)
 
 
+def listed_choices(choices: Iterable[Any]) -> str:
+    """Choices as a user writes them in YAML or an override: None is `null`."""
+    return ", ".join(dict.fromkeys("null" if c is None else str(c) for c in choices))
+
+
 class Schema:
     """Base of every schema; subclasses are dataclasses that name the `_target_` they describe."""
 
@@ -41,6 +46,8 @@ class Schema:
     passthrough: ClassVar[tuple[str, ...]] = ()
     # Keys a config must have (an entry config's groups a run builds from): `~model` is refused.
     required: ClassVar[tuple[str, ...]] = ()
+    # Keys the run applies itself and keeps from the target (a setting torch has, not the class).
+    applied_by_run: ClassVar[tuple[str, ...]] = ()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -160,7 +167,7 @@ def _check_rules(at: str, key: str, value: Any, rules: dict[str, Any]) -> None:
         fail(at, key, f"={value!r} is not a finite number; give a finite value")
     choices = rules.get("choices")
     if choices is not None and value not in choices:
-        listed = ", ".join(dict.fromkeys(map(str, choices)))
+        listed = listed_choices(choices)
         fail(at, key, f"={value!r} is not valid; choose one of: {listed}")
     bounds: dict[str, tuple[Callable[[Any, Any], bool], str]] = {
         "gt": (lambda v, b: v > b, ">"),

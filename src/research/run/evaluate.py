@@ -12,6 +12,7 @@ from omegaconf import DictConfig
 from research.config.saved_run import saved_run_config
 from research.run.build import build_task
 from research.run.job import JobOutcome, run_job
+from research.run.matmul_precision import float32_matmul_precision
 from research.run.preflight import eval_checkpoint
 from research.run.resume import check_fits, model_family
 from research.tracking.checkpoints import read_checkpoint
@@ -21,6 +22,16 @@ from research.tracking.record import RunRecord
 def _evaluate(config: dict[str, Any], record: RunRecord, _: list[Logger]) -> Any:
     source = Path(config["run_dir"]).expanduser().resolve()
     train_config = saved_run_config(source, config.get("overrides") or [], config["trust_run_dir"])
+    # The products run as the run trained them (TF32 or not), unless `overrides` says otherwise.
+    precision = train_config["trainer"].get("float32_matmul_precision")
+    with float32_matmul_precision(precision) as used:
+        record.fields["float32_matmul_precision"] = used
+        return _test_checkpoint(config, record, source, train_config)
+
+
+def _test_checkpoint(
+    config: dict[str, Any], record: RunRecord, source: Path, train_config: dict[str, Any]
+) -> dict[str, Any]:
     checkpoint = eval_checkpoint(source, config["ckpt"])
     saved = read_checkpoint(checkpoint)
     L.seed_everything(train_config["seed"], verbose=False)

@@ -23,10 +23,11 @@ from research.callbacks.divergence import DivergenceGuard
 from research.callbacks.epochs import EpochHistory, EpochSeed
 from research.callbacks.last_checkpoint import split_last
 from research.callbacks.placement import RankPlacement
-from research.config.schemas.lightning import is_model_checkpoint
+from research.config.schemas.lightning import Trainer, is_model_checkpoint
 from research.launch.ranks import node_ranks
 from research.run.build import build_task
 from research.run.job import JobOutcome, run_job
+from research.run.matmul_precision import float32_matmul_precision
 from research.run.resume import check_fits, model_family, resolve_resume
 from research.tracking.checkpoints import (
     AsyncAtomicCheckpointIO,
@@ -125,6 +126,12 @@ def _remove_leftovers(run_dir: Path) -> None:
 
 
 def _fit(config: dict[str, Any], record: RunRecord, loggers: list[Logger]) -> Any:
+    with float32_matmul_precision(config["trainer"].get("float32_matmul_precision")) as used:
+        record.fields["float32_matmul_precision"] = used
+        return _fit_and_test(config, record, loggers)
+
+
+def _fit_and_test(config: dict[str, Any], record: RunRecord, loggers: list[Logger]) -> Any:
     run_dir = record.run_dir
     if rank_zero_only.rank == 0:
         _remove_leftovers(run_dir)
@@ -178,7 +185,11 @@ def _fit(config: dict[str, Any], record: RunRecord, loggers: list[Logger]) -> An
     callbacks = [*own, history, *configured]
     trainer: L.Trainer = instantiate(
         # No configured checkpoint, no checkpoints: Lightning would add a default one.
-        {**config["trainer"], "plugins": None, "enable_checkpointing": checkpoint is not None},
+        {
+            **{k: v for k, v in config["trainer"].items() if k not in Trainer.applied_by_run},
+            "plugins": None,
+            "enable_checkpointing": checkpoint is not None,
+        },
         callbacks=callbacks,
         logger=loggers or False,
         default_root_dir=str(run_dir),

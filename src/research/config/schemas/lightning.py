@@ -23,14 +23,17 @@ PRECISIONS = [
     16,
     "bf16",
 ]
+MATMUL_PRECISIONS = ["highest", "high", "medium"]
 ACCELERATORS = ["auto", "cpu", "gpu", "cuda", "mps", "tpu"]
 
 
 @dataclass
 class Trainer(Schema):
-    """lightning.pytorch.Trainer; the run adds callbacks, loggers and default_root_dir."""
+    """lightning.pytorch.Trainer; the run adds callbacks, loggers and default_root_dir, and
+    applies `float32_matmul_precision` itself (torch has it, not the Trainer)."""
 
     targets = ("lightning.pytorch.Trainer", "lightning.Trainer")
+    applied_by_run = ("float32_matmul_precision",)
     accelerator: str = spec("auto", choices=ACCELERATORS)
     """Hardware to run on; auto picks an available GPU (CUDA, MPS) or TPU, else the CPU."""
     devices: int | str | list[int] = "auto"
@@ -68,6 +71,12 @@ class Trainer(Schema):
     """Accumulate gradients over this many batches per optimizer step: a larger effective batch."""
     deterministic: bool | str | None = None
     """Use only deterministic torch algorithms (reproducible, may be slower); "warn" only warns."""
+    float32_matmul_precision: str | None = spec(
+        None, choices=[*MATMUL_PRECISIONS, None], id_if_changed=True
+    )
+    """Matrix products of float32 tensors (torch.set_float32_matmul_precision): highest (full
+    float32), high (TF32 on GPUs that have it, at a multiple of float32's peak rate) or medium
+    (bf16); null: torch's default, highest. Mixed precision's bf16/fp16 products are unaffected."""
     benchmark: bool | None = None
     """Sets torch.backends.cudnn.benchmark (tunes conv kernels per input shape); null: leave it."""
     fast_dev_run: bool | int = False
