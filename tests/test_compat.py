@@ -270,8 +270,8 @@ def test_lightning_skip_idle_batch_hooks_leaves_a_fit_unchanged(
     assert skipped[2] == files
 
 
-def test_lightning_checkpoint_saved_last_is_the_step_and_path_of_the_latest_save(tmp_path: Path):
-    checkpoint = ModelCheckpoint(dirpath=tmp_path, save_top_k=-1)
+def _fit_two_epochs(checkpoint: ModelCheckpoint) -> None:
+    """Two epochs of three steps, saving through `checkpoint` only."""
     trainer = L.Trainer(
         accelerator="cpu",
         max_epochs=2,
@@ -281,6 +281,11 @@ def test_lightning_checkpoint_saved_last_is_the_step_and_path_of_the_latest_save
         callbacks=[checkpoint],
     )
     trainer.fit(Tiny(), DataLoader(TensorDataset(torch.randn(12, 2)), batch_size=4))
+
+
+def test_lightning_checkpoint_saved_last_is_the_step_and_path_of_the_latest_save(tmp_path: Path):
+    checkpoint = ModelCheckpoint(dirpath=tmp_path, save_top_k=-1)
+    _fit_two_epochs(checkpoint)
     assert compat.lightning_checkpoint_saved_last(checkpoint) == (
         6,
         str(tmp_path / "epoch=1-step=6.ckpt"),
@@ -301,15 +306,7 @@ def test_lightning_model_checkpoint_with_save_hooks_runs_them_at_every_save(tmp_
             seen.append(("file", Path(filepath).name if Path(filepath).is_file() else None))
 
     checkpoint = Recording(dirpath=tmp_path, save_top_k=-1)
-    trainer = L.Trainer(
-        accelerator="cpu",
-        max_epochs=2,
-        logger=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
-        callbacks=[checkpoint],
-    )
-    trainer.fit(Tiny(), DataLoader(TensorDataset(torch.randn(12, 2)), batch_size=4))
+    _fit_two_epochs(checkpoint)
     assert seen == [
         ("metrics", 3),
         ("file", "epoch=0-step=3.ckpt"),

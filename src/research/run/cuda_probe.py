@@ -5,9 +5,9 @@ available asks NVML instead of initializing CUDA in a process that may fork. tor
 optimizer step (the CUDA-graph capture check of `Optimizer.step`), and under that variable each
 answer loads NVML anew: where there is no NVIDIA driver (a CPU machine with PyPI's CUDA build of
 torch, as on Linux by default) the load fails every time and torch then calls
-`cudaGetDeviceCount` anyway. Measured here: 73 us a call against 1.7 us, an Adam step of a small
-layer 365 us against 194 us (`benchmarks/cuda_probe_cost.py`).
-"""
+`cudaGetDeviceCount` anyway. `benchmarks/cuda_probe_cost.py` on a 2-core CPU: an Adam step of
+the default CNN took 1,093 us with the variable and 839 us without; `is_available` 127 us and
+2.7 us."""
 
 from __future__ import annotations
 
