@@ -64,6 +64,7 @@ def test_lightning_reruns_command_line_only_for_its_subprocess_launcher():
     assert not compat.lightning_reruns_command_line(single.strategy)
 
 
+@pytest.mark.slow  # a W&B run started and finished: 4.5 s
 def test_wandb_logger_started_and_without_anonymous(tmp_path: Path):
     from lightning.pytorch.loggers import WandbLogger
 

@@ -48,6 +48,7 @@ def test_the_evaluation_step_writes_the_scores_behind_its_metrics(tmp_path, monk
         assert logged[f"test/{name}"] == pytest.approx(sum(per_query.values()) / 3, abs=1e-12)
 
 
+@pytest.mark.slow  # it takes the first ranx use over from the test above: 6.9 s
 @pytest.mark.parametrize(("rank_zero", "sanity"), [(False, False), (True, True)])
 def test_other_ranks_and_the_sanity_check_write_nothing(tmp_path, monkeypatch, rank_zero, sanity):
     logged = _evaluate(tmp_path, monkeypatch, rank_zero=rank_zero, sanity=sanity)
