@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import time
 from collections.abc import Callable
 
 import torch
+from overhead import spread  # beside this file
 
 from research.models.cnn import CNN
 from research.run.cuda_probe import NVML_CHECK
@@ -34,10 +34,6 @@ def _per_call_us(call: Callable[[], object], calls: int, nvml_check: bool) -> fl
     for _ in range(calls):
         call()
     return (time.perf_counter() - start) / calls * 1e6
-
-
-def _spread(values: list[float], fmt: str) -> str:
-    return f"{statistics.median(values):{fmt}} ({min(values):{fmt}}-{max(values):{fmt}})"
 
 
 def main() -> None:
@@ -65,8 +61,8 @@ def main() -> None:
             without.append(_per_call_us(call, args.calls, nvml_check=False))
         ratios = [a / b for a, b in zip(with_check, without, strict=True)]
         print(
-            f"{name}: with {NVML_CHECK}=1 {_spread(with_check, '.1f')}, without "
-            f"{_spread(without, '.1f')}; ratio {_spread(ratios, '.2f')}"
+            f"{name}: with {NVML_CHECK}=1 {spread(with_check, '.1f')}, without "
+            f"{spread(without, '.1f')}; ratio {spread(ratios, '.2f')}"
         )
 
 

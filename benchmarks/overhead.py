@@ -245,7 +245,7 @@ CONTENDERS: dict[str, Callable[[int, int, dict[str, Any]], float]] = {
 }
 
 
-def _spread(values: list[float], fmt: str) -> str:
+def spread(values: list[float], fmt: str) -> str:
     return f"{statistics.median(values):{fmt}} ({min(values):{fmt}}-{max(values):{fmt}})"
 
 
@@ -281,18 +281,18 @@ def main() -> None:
         plain = [r["plain loop"] for r in rounds]
         print(
             f"{name} (batch {batch_size}, {epochs} epochs): plain loop "
-            f"{_spread(plain, '.1f')} steps/s = {1000 / statistics.median(plain):.1f} ms/step"
+            f"{spread(plain, '.1f')} steps/s = {1000 / statistics.median(plain):.1f} ms/step"
         )
         for who in list(contenders)[1:]:
             rates = [r[who] for r in rounds]
             ratios = [r[who] / r["plain loop"] for r in rounds]
-            print(f"  {who:18s} {_spread(rates, '.1f')} steps/s, ratio {_spread(ratios, '.3f')}")
+            print(f"  {who:18s} {spread(rates, '.1f')} steps/s, ratio {spread(ratios, '.3f')}")
         # The target's comparison, paired by round: above 1 where research-train is faster.
         ratios = [r["research-train"] / r["bare Lightning"] for r in rounds]
-        print(f"  research-train / bare Lightning: {_spread(ratios, '.3f')}")
+        print(f"  research-train / bare Lightning: {spread(ratios, '.3f')}")
         if args.baseline:
             ratios = [r["research-train"] / r["baseline"] for r in rounds]
-            print(f"  research-train / baseline: {_spread(ratios, '.3f')}")
+            print(f"  research-train / baseline: {spread(ratios, '.3f')}")
 
 
 if __name__ == "__main__":
