@@ -148,10 +148,18 @@ class _Bare(L.LightningModule):
 
 def bare_lightning(epochs: int, batch_size: int, cnn: dict[str, Any]) -> float:
     """Steps/s of a minimal LightningModule under a plain Trainer over epochs 2..N."""
+    return _rate(bare_lightning_marks(epochs, batch_size, cnn))
+
+
+def bare_lightning_marks(
+    epochs: int, batch_size: int, cnn: dict[str, Any], **trainer: Any
+) -> list[tuple[float, int]]:
+    """(time, global step) at each epoch's end of a minimal LightningModule under a plain
+    Trainer, given `trainer` arguments besides its own."""
     torch.manual_seed(0)
     module = _Bare(cnn)
     logging.getLogger("lightning.pytorch").setLevel(logging.WARNING)  # no banners between rows
-    trainer = L.Trainer(
+    fit = L.Trainer(
         accelerator="cpu",
         devices=1,
         max_epochs=epochs,
@@ -159,9 +167,10 @@ def bare_lightning(epochs: int, batch_size: int, cnn: dict[str, Any]) -> float:
         enable_checkpointing=False,
         enable_progress_bar=False,
         enable_model_summary=False,
+        **trainer,
     )
-    trainer.fit(module, datamodule=DigitsDataModule(batch_size=batch_size, seed=0))
-    return _rate(module.marks)
+    fit.fit(module, datamodule=DigitsDataModule(batch_size=batch_size, seed=0))
+    return module.marks
 
 
 class _Logged(_Bare):
@@ -221,6 +230,18 @@ def equipped_lightning(epochs: int, batch_size: int, cnn: dict[str, Any]) -> flo
 def framework(epochs: int, batch_size: int, cnn: dict[str, Any], src: str | None = None) -> float:
     """Steps/s of `research-train` (of the checkout whose `src/` is `src`, if given) over epochs
     2..N, from its own history.jsonl timestamps."""
+    return _rate(framework_marks(epochs, batch_size, cnn, src))
+
+
+def framework_marks(
+    epochs: int,
+    batch_size: int,
+    cnn: dict[str, Any],
+    src: str | None = None,
+    overrides: tuple[str, ...] = (),
+) -> list[tuple[float, int]]:
+    """(time, global step) of each history.jsonl row of a `research-train` run (of the checkout
+    whose `src/` is `src`, if given), given `overrides` besides its own."""
     with tempfile.TemporaryDirectory() as tmp:
         env = {**os.environ, "WANDB_SILENT": "true", "RESEARCH_ROOT": tmp}
         put_first_on_path(env, src)
@@ -231,11 +252,12 @@ def framework(epochs: int, batch_size: int, cnn: dict[str, Any], src: str | None
             *(f"model.net.{k}={json.dumps(v).replace(' ', '')}" for k, v in cnn.items()),
             "trainer.enable_progress_bar=false",
             "test=false",
+            *overrides,
         ]
         subprocess.run(cmd, cwd=tmp, env=env, check=True, capture_output=True)
         (history,) = Path(tmp).glob("logs/train/runs/*/history.jsonl")
         rows = [json.loads(line) for line in history.read_text().splitlines()]
-    return _rate([(row["time_s"], row["step"]) for row in rows])
+    return [(row["time_s"], row["step"]) for row in rows]
 
 
 CONTENDERS: dict[str, Callable[[int, int, dict[str, Any]], float]] = {

@@ -316,3 +316,60 @@ def test_lightning_model_checkpoint_with_save_hooks_runs_them_at_every_save(tmp_
     ]
     assert isinstance(checkpoint, ModelCheckpoint)
     assert compat.lightning_model_checkpoint_with_save_hooks() is type(checkpoint).__base__
+
+
+def test_lightning_log_skips_same_device_moves_only_where_nothing_would_move(monkeypatch):
+    from lightning.pytorch.trainer.connectors.logger_connector import result
+
+    compat.lightning_log_skips_same_device_moves()
+    walks = []
+    walk = result.apply_to_collection
+    monkeypatch.setattr(
+        result, "apply_to_collection", lambda *a, **k: walks.append(1) or walk(*a, **k)
+    )
+    results = result._ResultCollection(training=False)
+    results.batch = None
+    results.log("on_validation_epoch_end", "val/acc", torch.tensor(0.5), batch_size=1)
+    metric = results["on_validation_epoch_end.val/acc"]
+    assert walks == []  # created on the CPU, logged from the CPU: nothing to move
+    metric.to("cpu")  # a device by name: left to Lightning, as before
+    assert len(walks) == 1
+    metric.to(torch.device("meta"))  # somewhere else: moved, defaults too
+    assert len(walks) == 2
+    assert metric.value.device.type == metric.cumulated_batch_size.device.type == "meta"
+    assert metric._defaults["value"].device.type == "meta"
+
+
+class LogsTensorsAndAMetric(Tiny):
+    """Logs a scalar tensor each validation step and a torchmetrics mean (moved by Lightning:
+    a `Metric` is never skipped)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        from torchmetrics import MeanMetric
+
+        self.mean = MeanMetric()
+
+    def validation_step(self, batch: list[torch.Tensor], batch_idx: int) -> None:
+        self.log("val/step", torch.tensor(float(batch_idx + 1)), batch_size=len(batch[0]))
+        self.mean.update(batch[0].sum(1))
+        self.log("val/mean", self.mean)
+
+
+def test_lightning_log_skips_same_device_moves_leaves_logged_values_unchanged():
+    compat.lightning_log_skips_same_device_moves()
+    module = LogsTensorsAndAMetric()
+    trainer = L.Trainer(
+        accelerator="cpu",
+        max_epochs=1,
+        logger=False,
+        enable_progress_bar=False,
+        enable_checkpointing=False,
+        enable_model_summary=False,
+    )
+    data = torch.arange(12.0).reshape(6, 2)
+    loader = DataLoader(TensorDataset(data), batch_size=4)  # batches of 4 and 2 rows
+    trainer.fit(module, loader, loader)
+    # The epoch mean weighted by batch size, (1 * 4 + 2 * 2) / 6, and the mean of row sums.
+    assert trainer.callback_metrics["val/step"].item() == pytest.approx(8 / 6)
+    assert trainer.callback_metrics["val/mean"].item() == pytest.approx(data.sum(1).mean().item())

@@ -1,0 +1,72 @@
+"""Per-epoch cost: epochs of one training step, so that an epoch's own work (validation, metrics,
+checkpoints, history, W&B) is most of what is timed.
+
+`research-train` with its defaults and bare Lightning (`overhead.py`'s minimal module: no logger,
+checkpoint or progress bar) train the default CNN for one batch of `--batch-size` an epoch
+(`limit_train_batches=1`) and validate after it. Milliseconds an epoch over epochs 2..N,
+interleaved round by round; research-train runs in a fresh process each time, bare Lightning in
+this one, as in `overhead.py`. Prints each contender's ms/epoch,
+median (min-max), and research-train's epoch time over bare Lightning's of the same round.
+
+`--baseline SRC` adds `research-train` of another checkout (see `overhead.py`) in the same
+rounds and prints the baseline's epoch time over this checkout's: above 1 where this checkout's
+epochs are shorter.
+
+    python benchmarks/epoch_cost.py [--rounds 10] [--epochs 80] [--baseline ../before/src]
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+from collections.abc import Callable
+
+from baseline_checkout import add_baseline_argument  # beside this file
+from overhead import CNN_ARGS, bare_lightning_marks, framework_marks, spread
+
+
+def ms_per_epoch(marks: list[tuple[float, int]]) -> float:
+    """Mean epoch time between the first and the last epoch-end mark (time, global step)."""
+    (t0, _), (t1, _) = marks[0], marks[-1]
+    return (t1 - t0) / (len(marks) - 1) * 1000
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--epochs", type=int, default=80)
+    parser.add_argument("--batch-size", type=int, default=256)
+    add_baseline_argument(parser)
+    args = parser.parse_args()
+    one_step = ("trainer.limit_train_batches=1",)
+    contenders: dict[str, Callable[[], list[tuple[float, int]]]] = {
+        "bare Lightning": functools.partial(
+            bare_lightning_marks, args.epochs, args.batch_size, CNN_ARGS, limit_train_batches=1
+        ),
+        "research-train": functools.partial(
+            framework_marks, args.epochs, args.batch_size, CNN_ARGS, overrides=one_step
+        ),
+    }
+    if args.baseline:
+        contenders["baseline"] = functools.partial(
+            framework_marks, args.epochs, args.batch_size, CNN_ARGS, args.baseline, one_step
+        )
+    print(
+        f"{args.rounds} interleaved rounds ({', '.join(contenders)}) of {args.epochs} one-step "
+        f"epochs at batch {args.batch_size}; ms/epoch as median (min-max)"
+    )
+    rounds = [
+        {who: ms_per_epoch(marks()) for who, marks in contenders.items()}
+        for _ in range(args.rounds)
+    ]
+    for who in contenders:
+        print(f"  {who:16s} {spread([r[who] for r in rounds], '.1f')} ms/epoch")
+    ratios = [r["research-train"] / r["bare Lightning"] for r in rounds]
+    print(f"  research-train / bare Lightning: {spread(ratios, '.3f')}")
+    if args.baseline:
+        ratios = [r["baseline"] / r["research-train"] for r in rounds]
+        print(f"  baseline / research-train: {spread(ratios, '.3f')}")
+
+
+if __name__ == "__main__":
+    main()
