@@ -152,14 +152,14 @@ def bare_lightning(epochs: int, batch_size: int, cnn: dict[str, Any]) -> float:
 
 
 def bare_lightning_marks(
-    epochs: int, batch_size: int, cnn: dict[str, Any], **trainer: Any
+    epochs: int, batch_size: int, cnn: dict[str, Any], **trainer_args: Any
 ) -> list[tuple[float, int]]:
     """(time, global step) at each epoch's end of a minimal LightningModule under a plain
-    Trainer, given `trainer` arguments besides its own."""
+    Trainer, given `trainer_args` besides its own."""
     torch.manual_seed(0)
     module = _Bare(cnn)
     logging.getLogger("lightning.pytorch").setLevel(logging.WARNING)  # no banners between rows
-    fit = L.Trainer(
+    trainer = L.Trainer(
         accelerator="cpu",
         devices=1,
         max_epochs=epochs,
@@ -167,9 +167,9 @@ def bare_lightning_marks(
         enable_checkpointing=False,
         enable_progress_bar=False,
         enable_model_summary=False,
-        **trainer,
+        **trainer_args,
     )
-    fit.fit(module, datamodule=DigitsDataModule(batch_size=batch_size, seed=0))
+    trainer.fit(module, datamodule=DigitsDataModule(batch_size=batch_size, seed=0))
     return module.marks
 
 
