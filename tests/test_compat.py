@@ -338,6 +338,14 @@ def test_lightning_log_skips_same_device_moves_only_where_nothing_would_move(mon
     assert len(walks) == 2
     assert metric.value.device.type == metric.cumulated_batch_size.device.type == "meta"
     assert metric._defaults["value"].device.type == "meta"
+    from torchmetrics import MeanMetric
+
+    mean = MeanMetric()
+    mean.update(torch.tensor(2.0))
+    results.log("on_validation_epoch_end", "val/mean", mean, metric_attribute="mean")
+    # An accumulator holding a torchmetrics Metric is always moved by Lightning.
+    results["on_validation_epoch_end.val/mean"].to(torch.device("cpu"))
+    assert len(walks) == 3
 
 
 class LogsTensorsAndAMetric(Tiny):
