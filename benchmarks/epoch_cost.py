@@ -12,7 +12,12 @@ median (min-max), and research-train's epoch time over bare Lightning's of the s
 rounds and prints the baseline's epoch time over this checkout's: above 1 where this checkout's
 epochs are shorter.
 
-    python benchmarks/epoch_cost.py [--rounds 10] [--epochs 80] [--baseline ../before/src]
+`--parts` adds `research-train` without each part of its default per-epoch work (`PARTS`) in
+the same rounds, and prints what each part costs: research-train's epoch time minus the
+variant's, paired by round. Without W&B there is no learning-rate monitor either (it needs a
+logger); without the checkpoint callback there are no checkpoints at all.
+
+    python benchmarks/epoch_cost.py [--rounds 10] [--epochs 80] [--baseline ../before/src] [--parts]
 """
 
 from __future__ import annotations
@@ -23,6 +28,13 @@ from collections.abc import Callable
 
 from baseline_checkout import add_baseline_argument  # beside this file
 from overhead import CNN_ARGS, bare_lightning_marks, framework_marks, spread
+
+# part of research-train's default per-epoch work -> the overrides that leave it out
+PARTS: dict[str, tuple[str, ...]] = {
+    "W&B": ("logger=none",),
+    "checkpoints": ("~callbacks.model_checkpoint",),
+    "LR monitor, progress log": ("callbacks=none",),  # keeps the checkpoint callback
+}
 
 
 def ms_per_epoch(marks: list[tuple[float, int]]) -> float:
@@ -36,6 +48,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--epochs", type=int, default=80)
     parser.add_argument("--batch-size", type=int, default=256)
+    parser.add_argument("--parts", action="store_true", help="also without each of PARTS")
     add_baseline_argument(parser)
     args = parser.parse_args()
     one_step = ("trainer.limit_train_batches=1",)
@@ -51,6 +64,10 @@ def main() -> None:
         contenders["baseline"] = functools.partial(
             framework_marks, args.epochs, args.batch_size, CNN_ARGS, args.baseline, one_step
         )
+    for part, overrides in PARTS.items() if args.parts else ():
+        contenders[f"without {part}"] = functools.partial(
+            framework_marks, args.epochs, args.batch_size, CNN_ARGS, overrides=one_step + overrides
+        )
     print(
         f"{args.rounds} interleaved rounds ({', '.join(contenders)}) of {args.epochs} one-step "
         f"epochs at batch {args.batch_size}; ms/epoch as median (min-max)"
@@ -60,12 +77,15 @@ def main() -> None:
         for _ in range(args.rounds)
     ]
     for who in contenders:
-        print(f"  {who:16s} {spread([r[who] for r in rounds], '.1f')} ms/epoch")
+        print(f"  {who:34s} {spread([r[who] for r in rounds], '.1f')} ms/epoch")
     ratios = [r["research-train"] / r["bare Lightning"] for r in rounds]
     print(f"  research-train / bare Lightning: {spread(ratios, '.3f')}")
     if args.baseline:
         ratios = [r["baseline"] / r["research-train"] for r in rounds]
         print(f"  baseline / research-train: {spread(ratios, '.3f')}")
+    for part in PARTS if args.parts else ():
+        costs = [r["research-train"] - r[f"without {part}"] for r in rounds]
+        print(f"  cost of {part}: {spread(costs, '+.1f')} ms/epoch")
 
 
 if __name__ == "__main__":
