@@ -271,16 +271,20 @@ def test_lightning_skip_idle_batch_hooks_leaves_a_fit_unchanged(
     assert skipped[2] == files
 
 
-def _fit_two_epochs(checkpoint: ModelCheckpoint) -> None:
-    """Two epochs of three steps, saving through `checkpoint` only."""
-    trainer = L.Trainer(
+def _quiet_trainer(**trainer_args: Any) -> L.Trainer:
+    """A CPU Trainer with no logger, progress bar or model summary, given `trainer_args`."""
+    return L.Trainer(
         accelerator="cpu",
-        max_epochs=2,
         logger=False,
         enable_progress_bar=False,
         enable_model_summary=False,
-        callbacks=[checkpoint],
+        **trainer_args,
     )
+
+
+def _fit_two_epochs(checkpoint: ModelCheckpoint) -> None:
+    """Two epochs of three steps, saving through `checkpoint` only."""
+    trainer = _quiet_trainer(max_epochs=2, callbacks=[checkpoint])
     trainer.fit(Tiny(), DataLoader(TensorDataset(torch.randn(12, 2)), batch_size=4))
 
 
@@ -367,14 +371,7 @@ class LogsTensorsAndAMetric(Tiny):
 def test_lightning_log_skips_same_device_moves_leaves_logged_values_unchanged():
     compat.lightning_log_skips_same_device_moves()
     module = LogsTensorsAndAMetric()
-    trainer = L.Trainer(
-        accelerator="cpu",
-        max_epochs=1,
-        logger=False,
-        enable_progress_bar=False,
-        enable_checkpointing=False,
-        enable_model_summary=False,
-    )
+    trainer = _quiet_trainer(max_epochs=1, enable_checkpointing=False)
     data = torch.arange(12.0).reshape(6, 2)
     loader = DataLoader(TensorDataset(data), batch_size=4)  # batches of 4 and 2 rows
     trainer.fit(module, loader, loader)
