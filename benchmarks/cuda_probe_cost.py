@@ -17,12 +17,10 @@ import time
 from collections.abc import Callable
 
 import torch
-from overhead import spread  # beside this file
+from overhead import CNN_ARGS, spread  # beside this file
 
 from research.models.cnn import CNN
 from research.run.cuda_probe import NVML_CHECK
-
-CNN_ARGS = {"channels": [32, 64], "kernel_sizes": [3, 3], "hidden_sizes": [128], "dropout": 0.2}
 
 
 def _per_call_us(call: Callable[[], object], calls: int, nvml_check: bool) -> float:

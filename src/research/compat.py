@@ -140,16 +140,14 @@ def _tensors_all_on(fields: dict[str, Any], device: Any) -> bool:
 
     if not isinstance(device, torch.device):
         return False
-    values: list[Any] = []
-    for value in fields.values():
-        values.extend(value.values() if isinstance(value, dict) else [value])
-    for value in values:
-        for item in value if isinstance(value, list | tuple) else [value]:
-            if isinstance(item, torch.Tensor):
-                if item.device != device:
+    for field in fields.values():
+        for value in field.values() if isinstance(field, dict) else (field,):
+            for item in value if isinstance(value, list | tuple) else (value,):
+                if isinstance(item, torch.Tensor):
+                    if item.device != device:
+                        return False
+                elif isinstance(item, torch.nn.Module):
                     return False
-            elif isinstance(item, torch.nn.Module):
-                return False
     return True
 
 

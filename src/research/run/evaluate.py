@@ -12,7 +12,7 @@ from omegaconf import DictConfig
 from research.config.saved_run import saved_run_config
 from research.run.build import build_task
 from research.run.job import JobOutcome, run_job
-from research.run.matmul_precision import float32_matmul_precision
+from research.run.job_settings import job_settings
 from research.run.preflight import eval_checkpoint
 from research.run.resume import check_fits, model_family
 from research.tracking.checkpoints import read_checkpoint
@@ -23,9 +23,7 @@ def _evaluate(config: dict[str, Any], record: RunRecord, _: list[Logger]) -> Any
     source = Path(config["run_dir"]).expanduser().resolve()
     train_config = saved_run_config(source, config.get("overrides") or [], config["trust_run_dir"])
     # The products run as the run trained them (TF32 or not), unless `overrides` says otherwise.
-    precision = train_config["trainer"].get("float32_matmul_precision")
-    with float32_matmul_precision(precision) as used:
-        record.fields["float32_matmul_precision"] = used
+    with job_settings(train_config["trainer"], record):
         return _test_checkpoint(config, record, source, train_config)
 
 

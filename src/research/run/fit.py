@@ -26,9 +26,8 @@ from research.callbacks.placement import RankPlacement
 from research.config.schemas.lightning import Trainer, is_model_checkpoint
 from research.launch.ranks import node_ranks
 from research.run.build import build_task
-from research.run.cuda_probe import drop_nvml_check_without_gpus
 from research.run.job import JobOutcome, run_job
-from research.run.matmul_precision import float32_matmul_precision
+from research.run.job_settings import job_settings
 from research.run.resume import check_fits, model_family, resolve_resume
 from research.tracking.checkpoints import (
     AsyncAtomicCheckpointIO,
@@ -127,10 +126,7 @@ def _remove_leftovers(run_dir: Path) -> None:
 
 
 def _fit(config: dict[str, Any], record: RunRecord, loggers: list[Logger]) -> Any:
-    drop_nvml_check_without_gpus()  # on a CPU: an Adam step of the default CNN, 254 us less
-    compat.lightning_log_skips_same_device_moves()  # each self.log: 519 us -> 102 us on a CPU
-    with float32_matmul_precision(config["trainer"].get("float32_matmul_precision")) as used:
-        record.fields["float32_matmul_precision"] = used
+    with job_settings(config["trainer"], record):
         return _fit_and_test(config, record, loggers)
 
 
