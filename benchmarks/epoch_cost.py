@@ -2,7 +2,8 @@
 checkpoints, history, W&B) is most of what is timed.
 
 `research-train` with its defaults and bare Lightning (`overhead.py`'s minimal module: no logger,
-checkpoint or progress bar) train the default CNN for one batch of `--batch-size` an epoch
+checkpoint or progress bar) train a CNN (`--cnn`: the default one, or `overhead.py`'s `wide` or
+`wider`, whose checkpoints are about 4 and 15 times larger) for one batch of `--batch-size` an epoch
 (`limit_train_batches=1`) and validate after it. Milliseconds an epoch over epochs 2..N,
 interleaved round by round; research-train runs in a fresh process each time, bare Lightning in
 this one, as in `overhead.py`. Prints each contender's ms/epoch,
@@ -17,7 +18,8 @@ the same rounds, and prints what each part costs: research-train's epoch time mi
 variant's, paired by round. Without W&B there is no learning-rate monitor either (it needs a
 logger); without the checkpoint callback there are no checkpoints at all.
 
-    python benchmarks/epoch_cost.py [--rounds 10] [--epochs 80] [--baseline ../before/src] [--parts]
+    python benchmarks/epoch_cost.py [--rounds 10] [--epochs 80] [--cnn wide] [--parts]
+    python benchmarks/epoch_cost.py --baseline ../before/src
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import functools
 from collections.abc import Callable
 
 from baseline_checkout import add_baseline_argument  # beside this file
-from overhead import CNN_ARGS, bare_lightning_marks, framework_marks, spread
+from overhead import CNN_ARGS, WIDE_ARGS, WIDER_ARGS, bare_lightning_marks, framework_marks, spread
 
 # part of research-train's default per-epoch work -> the overrides that leave it out
 PARTS: dict[str, tuple[str, ...]] = {
@@ -35,6 +37,7 @@ PARTS: dict[str, tuple[str, ...]] = {
     "checkpoints": ("~callbacks.model_checkpoint",),
     "LR monitor, progress log": ("callbacks=none",),  # keeps the checkpoint callback
 }
+CNNS = {"default": CNN_ARGS, "wide": WIDE_ARGS, "wider": WIDER_ARGS}
 
 
 def ms_per_epoch(marks: list[tuple[float, int]]) -> float:
@@ -48,29 +51,31 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--epochs", type=int, default=80)
     parser.add_argument("--batch-size", type=int, default=256)
+    parser.add_argument("--cnn", choices=list(CNNS), default="default")
     parser.add_argument("--parts", action="store_true", help="also without each of PARTS")
     add_baseline_argument(parser)
     args = parser.parse_args()
     one_step = ("trainer.limit_train_batches=1",)
+    cnn = CNNS[args.cnn]
     contenders: dict[str, Callable[[], list[tuple[float, int]]]] = {
         "bare Lightning": functools.partial(
-            bare_lightning_marks, args.epochs, args.batch_size, CNN_ARGS, limit_train_batches=1
+            bare_lightning_marks, args.epochs, args.batch_size, cnn, limit_train_batches=1
         ),
         "research-train": functools.partial(
-            framework_marks, args.epochs, args.batch_size, CNN_ARGS, overrides=one_step
+            framework_marks, args.epochs, args.batch_size, cnn, overrides=one_step
         ),
     }
     if args.baseline:
         contenders["baseline"] = functools.partial(
-            framework_marks, args.epochs, args.batch_size, CNN_ARGS, args.baseline, one_step
+            framework_marks, args.epochs, args.batch_size, cnn, args.baseline, one_step
         )
     for part, overrides in PARTS.items() if args.parts else ():
         contenders[f"without {part}"] = functools.partial(
-            framework_marks, args.epochs, args.batch_size, CNN_ARGS, overrides=one_step + overrides
+            framework_marks, args.epochs, args.batch_size, cnn, overrides=one_step + overrides
         )
     print(
         f"{args.rounds} interleaved rounds ({', '.join(contenders)}) of {args.epochs} one-step "
-        f"epochs at batch {args.batch_size}; ms/epoch as median (min-max)"
+        f"epochs of the {args.cnn} CNN at batch {args.batch_size}; ms/epoch as median (min-max)"
     )
     rounds = [
         {who: ms_per_epoch(marks()) for who, marks in contenders.items()}
