@@ -15,8 +15,10 @@ less shows it:
 - `ddp`: the default run under `trainer=ddp` (DistributedDataParallel on every visible GPU,
   nccl) in bf16-mixed.
 - `lm_compiled`: the `lm` run with `model.compile=true` in bf16-mixed.
+- `lm_tf32`: the `lm` run in 32-true with `trainer.float32_matmul_precision=high` (TF32 matrix
+  products), against `lm`'s 32-true row (full float32, torch's default).
 
-    python benchmarks/gpu_training.py [--families cnn lm colbert ddp lm_compiled]
+    python benchmarks/gpu_training.py [--families cnn lm colbert ddp lm_compiled lm_tf32]
         [--precisions 32-true 16-mixed bf16-mixed] [--backbone DIR] [--json results.json]
 
 Needs a CUDA GPU. Runs write under a temporary RESEARCH_ROOT (or --root), removed afterwards.
@@ -49,15 +51,17 @@ FAMILIES: dict[str, list[str]] = {
     "colbert": GPU + ["experiment=colbert_stdlib"],
     "ddp": GPU + ["trainer=ddp", "trainer.precision=bf16-mixed"],
     "lm_compiled": GPU + LM + ["model.compile=true", "trainer.precision=bf16-mixed"],
+    "lm_tf32": GPU + LM + ["trainer.precision=32-true", "trainer.float32_matmul_precision=high"],
 }
 # Families whose precision is fixed above, so they are one run, not a sweep over --precisions.
-SINGLE = {"ddp", "lm_compiled"}
+SINGLE = {"ddp", "lm_compiled", "lm_tf32"}
 # The metrics each family's quality is read from (metrics.json's `best`, else its `final`).
 QUALITY = {
     "cnn": ["test/acc"],
     "ddp": ["test/acc"],
     "lm": ["val/loss", "test/ppl"],
     "lm_compiled": ["val/loss", "test/ppl"],
+    "lm_tf32": ["val/loss", "test/ppl"],
     "colbert": ["val/ndcg@10", "test/ndcg@10"],
 }
 TRAIN = "from research.cli.train import entry; entry()"

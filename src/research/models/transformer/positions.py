@@ -111,23 +111,28 @@ class RotaryEmbedding(nn.Module):
         self._cache: tuple[int, torch.Tensor, torch.Tensor] | None = None
 
     def tables(self, length: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+        if torch.compiler.is_compiling():
+            # Traced into the graph, where they cost a fused kernel: a cache is module state
+            # the graph would guard on, and its inference-mode check breaks the graph in every
+            # block (the whole encoder then ran eager under model.compile=true).
+            return self._build(length, device)
         stale = self._cache is None or self._cache[1].device != device
         # Tables built under inference mode (validation) cannot enter autograd (training).
         stale = stale or (self._cache[1].is_inference() and not torch.is_inference_mode_enabled())
         if stale or (self._cache[0] != length if self.dynamic else self._cache[0] < length):
-            inv_freq = self.inv_freq
-            if self.dynamic:
-                inv_freq, _ = rope_frequencies(self.head_dim, self.base, self.scaling, length)
-            positions = torch.arange(length, device=device, dtype=torch.float32)
-            angles = torch.outer(positions, inv_freq.to(device))
-            angles = torch.cat([angles, angles], dim=-1)
-            # YaRN's attention factor scales q and k alike, so q.k grows by its square.
-            self._cache = (
-                length,
-                angles.cos() * self.attention_scale,
-                angles.sin() * self.attention_scale,
-            )
+            self._cache = (length, *self._build(length, device))
         return self._cache[1][:length], self._cache[2][:length]
+
+    def _build(self, length: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+        """cos and sin for positions 0..length-1."""
+        inv_freq = self.inv_freq
+        if self.dynamic:
+            inv_freq, _ = rope_frequencies(self.head_dim, self.base, self.scaling, length)
+        positions = torch.arange(length, device=device, dtype=torch.float32)
+        angles = torch.outer(positions, inv_freq.to(device))
+        angles = torch.cat([angles, angles], dim=-1)
+        # YaRN's attention factor scales q and k alike, so q.k grows by its square.
+        return angles.cos() * self.attention_scale, angles.sin() * self.attention_scale
 
 
 def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
