@@ -16,7 +16,12 @@ from lightning.pytorch.loggers import CSVLogger
 from torch import nn
 from torch.utils.data import DataLoader, Dataset
 
-from research.callbacks.throughput import ThroughputLog, batch_tokens, compute_dtype
+from research.callbacks.throughput import (
+    ThroughputLog,
+    batch_tokens,
+    compute_dtype,
+    device_peak_flops,
+)
 from research.models.cnn import CNN
 from research.models.transformer import CausalLanguageModel
 
@@ -123,6 +128,25 @@ def test_transformer_flops_tokens_and_mfu_against_a_set_peak(tmp_path: Path):
         assert row["throughput/mfu_epoch"] == pytest.approx(mfu, rel=1e-5)
 
 
+def test_a_compiled_network_compiles_after_the_counted_batch(tmp_path: Path):
+    # torch 2.13 and earlier never compiled a frame first met under FlopCounterMode
+    # (pytorch/pytorch#190286): with counting left to them, this network trained eager.
+    from torch._dynamo.utils import counters
+
+    def make() -> CausalLanguageModel:
+        return CausalLanguageModel(vocab_size=20, n_layers=1, d_model=32, n_heads=2, d_ff=64)
+
+    torch.manual_seed(0)
+    net = make()
+    net.compile(backend="eager")
+    torch._dynamo.reset()
+    counters.clear()
+    callback = fit(Fit(net), Tokens(), tmp_path)
+    assert callback.flops_per_batch == meta_flops(make, torch.zeros(BATCH, 16, dtype=torch.long))
+    assert counters["frames"]["ok"] >= 1  # the batches after the counted one ran compiled
+    torch._dynamo.reset()
+
+
 def test_no_flops_when_counting_is_off(tmp_path: Path):
     callback = fit(Fit(CNN()), Images(), tmp_path, count_flops=False, peak_flops=1e9)
     assert callback.flops_per_batch is None
@@ -138,6 +162,25 @@ def test_tokens_of_a_batch():
     assert batch_tokens({"input_ids": ids}) == 10
     mask = torch.tensor([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]])
     assert int(batch_tokens({"input_ids": ids, "attention_mask": mask})) == 8
+
+
+def test_an_h200_has_the_h100_sxms_dense_peaks(monkeypatch: pytest.MonkeyPatch):
+    # No GPU here: torch's name for the device is what the lookup reads.
+    from lightning.fabric.utilities.throughput import _CUDA_FLOPS
+
+    h100 = _CUDA_FLOPS["h100 sxm"]
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "NVIDIA H200")
+    cuda = torch.device("cuda", 0)
+    assert device_peak_flops(cuda, torch.bfloat16) == h100[torch.bfloat16] == 989.4e12
+    assert device_peak_flops(cuda, torch.float16) == h100[torch.float16]
+    assert device_peak_flops(cuda, torch.float32) == h100[torch.float32]
+    before = torch.get_float32_matmul_precision()
+    try:
+        torch.set_float32_matmul_precision("high")
+        assert device_peak_flops(cuda, torch.float32) == h100["tfloat32"]
+    finally:
+        torch.set_float32_matmul_precision(before)
+    assert device_peak_flops(torch.device("cpu"), torch.float32) is None
 
 
 def test_compute_dtype_follows_the_trainer_precision():

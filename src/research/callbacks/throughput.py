@@ -16,7 +16,8 @@ metrics.json's `final` hold it under `<name>`):
   count as that one.
 - `throughput/flops_per_s`: that times optimizer steps per second.
 - `throughput/mfu`: FLOP/s per device over the device's peak (`peak_flops`, else Lightning's
-  table for the GPU at the trainer's precision); absent when no peak is known (CPU).
+  table for the GPU at the trainer's precision, with the H200 added); absent when no peak is
+  known (CPU).
 
 Samples are counted by the module's `batch_samples(batch)` where it has one (every `Task`: a
 retrieval batch of texts counts its queries), else by Lightning's `extract_batch_size`.
@@ -26,6 +27,7 @@ Times are training only (validation excluded) and rank zero's; devices are assum
 from __future__ import annotations
 
 import time
+from contextlib import AbstractContextManager, ExitStack, nullcontext
 from typing import Any
 
 import lightning as L
@@ -87,6 +89,38 @@ class _Totals:
         return self.seconds + (time.perf_counter() - self.since if self.since is not None else 0.0)
 
 
+# Dense peak FLOP/s of an NVIDIA H200 (SXM): the H100 SXM's GH100 at the same clocks, so the
+# H100 SXM's peaks (NVIDIA's H100 and H200 datasheets give the same figures; these are Lightning's
+# "h100 sxm" row). Lightning 2.6 knows no chip by torch's name for it, "NVIDIA H200", and its
+# "h200 sxm1" row holds the with-sparsity figures, twice these.
+H200_PEAKS: dict[torch.dtype | str, float] = {
+    torch.float32: 66.9e12,
+    "tfloat32": 494.7e12,
+    torch.bfloat16: 989.4e12,
+    torch.float16: 989.4e12,
+}
+
+
+def device_peak_flops(device: torch.device, dtype: torch.dtype) -> float | None:
+    """A device's peak FLOP/s at `dtype`: Lightning's table, and the H200 it does not know.
+    float32 counts as TF32 where torch's matmul precision allows it, as in Lightning's lookup."""
+    if device.type == "cuda" and torch.cuda.get_device_name(device) == "NVIDIA H200":
+        tf32 = dtype is torch.float32 and torch.get_float32_matmul_precision() != "highest"
+        return H200_PEAKS.get("tfloat32" if tf32 else dtype)
+    return get_available_flops(device, dtype)
+
+
+def eager_while_counting() -> AbstractContextManager[Any]:
+    """torch.compile held off for the FLOP-counted batch. Dynamo will not trace a frame under a
+    dispatch mode such as FlopCounterMode, and torch before the fix of pytorch/pytorch#190286
+    (seen in 2.11 and 2.13; 2.14 has it) then skips that code object for good: a
+    `model.compile=true` run with `callbacks=throughput` trained eager throughout. Under the
+    `force_eager` stance dynamo does not look at the frame, so the next batch compiles (torch
+    before 2.6 has no stances)."""
+    set_stance = getattr(torch.compiler, "set_stance", None)
+    return nullcontext() if set_stance is None else set_stance("force_eager")
+
+
 class ThroughputLog(L.Callback):
     """Logs samples/s, tokens/s, FLOPs per step, FLOP/s and MFU of training (see the module)."""
 
@@ -95,10 +129,11 @@ class ThroughputLog(L.Callback):
         self.flops_per_batch: int | None = None
         self.totals: _Totals | None = None
         self._counter: FlopCounterMode | None = None
+        self._counting = ExitStack()
 
     def setup(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
         dtype = compute_dtype(trainer.precision)
-        peak = self.config.peak_flops or get_available_flops(trainer.strategy.root_device, dtype)
+        peak = self.config.peak_flops or device_peak_flops(trainer.strategy.root_device, dtype)
         self.world_size = trainer.world_size
         # Per window ("" a log interval, "_epoch" an epoch): rates between its last two points.
         self.meters = {
@@ -120,8 +155,8 @@ class ThroughputLog(L.Callback):
         self, trainer: L.Trainer, pl_module: L.LightningModule, batch: Any, batch_idx: int
     ) -> None:
         if self.config.count_flops and self.flops_per_batch is None and self._counter is None:
-            self._counter = FlopCounterMode(display=False)
-            self._counter.__enter__()
+            self._counting.enter_context(eager_while_counting())
+            self._counter = self._counting.enter_context(FlopCounterMode(display=False))
 
     def on_train_batch_end(
         self,
@@ -167,7 +202,7 @@ class ThroughputLog(L.Callback):
     def _stop_counting(self) -> None:
         if self._counter is not None:
             counter, self._counter = self._counter, None
-            counter.__exit__(None, None, None)
+            self._counting.close()
             self.flops_per_batch = counter.get_total_flops() or None
 
     def _update(self, trainer: L.Trainer, suffix: str) -> None:
