@@ -24,14 +24,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-# The GPU size of benchmarks/gpu_training.py's `lm` family.
-LM = [
-    "experiment=context_extension",
-    "model.net.d_model=512",
-    "model.net.n_layers=8",
-    "model.net.n_heads=8",
-    "data.batch_size=64",
-]
+from gpu_training import LM  # beside this file: the `lm` family's size
+
 COMPARED = ["train/loss", "val/loss", "test/loss", "test/ppl"]
 
 
@@ -66,7 +60,7 @@ def main() -> None:
     parser.add_argument("overrides", nargs="*", help="more research-train overrides")
     args = parser.parse_args()
     common = [
-        *LM,
+        *LM,  # its trainer.max_epochs gives way to the 1 below
         f"trainer={args.trainer}",
         f"trainer.precision={args.precision}",
         f"trainer.max_steps={args.steps}",
