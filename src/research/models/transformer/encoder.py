@@ -19,6 +19,7 @@ from research.models.configs import (
 from research.models.transformer.attention import SelfAttention
 from research.models.transformer.block import EncoderBlock, make_norm
 from research.models.transformer.positions import RotaryEmbedding, sinusoidal_table
+from research.models.transformer.tracing import compiling
 
 
 class TransformerEncoder(nn.Module):
@@ -108,9 +109,10 @@ class TransformerEncoder(nn.Module):
                 self.sinusoid = sinusoidal_table(length, self.d_model).to(x.device)
             x = x + self.sinusoid[:length]
         x = self.dropout(x)
-        # No mask when nothing is padded: SDPA may then pick its fused kernels.
+        # No mask when nothing is padded: SDPA may then pick its fused kernels. Not while
+        # compiling: reading the mask's values on the host would break the graph there.
         mask = None
-        if attention_mask is not None and not bool(attention_mask.all()):
+        if attention_mask is not None and (compiling() or not bool(attention_mask.all())):
             mask = attention_mask.bool()
         for block in self.blocks:
             x = block(x, mask)
