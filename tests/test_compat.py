@@ -322,6 +322,13 @@ def test_lightning_model_checkpoint_with_save_hooks_runs_them_at_every_save(tmp_
     assert compat.lightning_model_checkpoint_with_save_hooks() is type(checkpoint).__base__
 
 
+def test_lightning_cuda_peak_flops_is_a_chips_row_of_lightnings_table():
+    h100 = compat.lightning_cuda_peak_flops("h100 sxm")
+    assert h100[torch.bfloat16] == 989.4e12 and h100["tfloat32"] == 494.7e12
+    with pytest.raises(KeyError):
+        compat.lightning_cuda_peak_flops("no such chip")
+
+
 def test_lightning_log_skips_same_device_moves_only_where_nothing_would_move(monkeypatch):
     from lightning.pytorch.trainer.connectors.logger_connector import result
 

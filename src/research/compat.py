@@ -109,6 +109,15 @@ def lightning_skip_idle_batch_hooks(callbacks: Iterable[Any]) -> None:
             callback.on_train_batch_end = None
 
 
+def lightning_cuda_peak_flops(chip: str) -> dict[Any, float]:
+    """Lightning's peak FLOP/s by dtype for one chip of its GPU table, keyed as its
+    `get_available_flops` names chips ("h100 sxm"), for a GPU whose name it fails to read. Only
+    the lookup by device is public; the table is `_CUDA_FLOPS`."""
+    from lightning.fabric.utilities.throughput import _CUDA_FLOPS
+
+    return _CUDA_FLOPS[chip]
+
+
 @functools.cache
 def lightning_log_skips_same_device_moves() -> None:
     """Make `self.log` skip moving a logged value's accumulator to the device it is already on.

@@ -36,6 +36,7 @@ from lightning.fabric.utilities.throughput import Throughput, get_available_flop
 from lightning.pytorch.utilities.data import extract_batch_size
 from torch.utils.flop_counter import FlopCounterMode
 
+from research import compat
 from research.callbacks.configs import ThroughputConfig
 
 PREFIX = "throughput/"
@@ -89,31 +90,28 @@ class _Totals:
         return self.seconds + (time.perf_counter() - self.since if self.since is not None else 0.0)
 
 
-# Dense peak FLOP/s of an NVIDIA H200 (SXM): the H100 SXM's GH100 at the same clocks, so the
-# H100 SXM's peaks (NVIDIA's H100 and H200 datasheets give the same figures; these are Lightning's
-# "h100 sxm" row). Lightning 2.6 knows no chip by torch's name for it, "NVIDIA H200", and its
-# "h200 sxm1" row holds the with-sparsity figures, twice these.
-H200_PEAKS: dict[torch.dtype | str, float] = {
-    torch.float32: 66.9e12,
-    "tfloat32": 494.7e12,
-    torch.bfloat16: 989.4e12,
-    torch.float16: 989.4e12,
-}
+# GPUs whose torch name Lightning 2.6 reads as no chip of its table -> the chip they are. torch
+# calls an H200 (SXM) "NVIDIA H200"; it is the H100 SXM's GH100 at the same clocks (NVIDIA's
+# datasheets give the same peaks). Lightning's own "h200 sxm1" row holds the with-sparsity peaks,
+# twice the dense ones of every other row.
+SAME_CHIP = {"NVIDIA H200": "h100 sxm"}
 
 
 def device_peak_flops(device: torch.device, dtype: torch.dtype) -> float | None:
-    """A device's peak FLOP/s at `dtype`: Lightning's table, and the H200 it does not know.
-    float32 counts as TF32 where torch's matmul precision allows it, as in Lightning's lookup."""
-    if device.type == "cuda" and torch.cuda.get_device_name(device) == "NVIDIA H200":
+    """A device's peak FLOP/s at `dtype`: Lightning's table, with SAME_CHIP's GPUs read as the
+    chip they are. float32 counts as TF32 where torch's matmul precision allows it, as in
+    Lightning's lookup."""
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else None
+    if name in SAME_CHIP:
         tf32 = dtype is torch.float32 and torch.get_float32_matmul_precision() != "highest"
-        return H200_PEAKS.get("tfloat32" if tf32 else dtype)
+        return compat.lightning_cuda_peak_flops(SAME_CHIP[name]).get("tfloat32" if tf32 else dtype)
     return get_available_flops(device, dtype)
 
 
 def eager_while_counting() -> AbstractContextManager[Any]:
     """torch.compile held off for the FLOP-counted batch. Dynamo will not trace a frame under a
     dispatch mode such as FlopCounterMode, and torch before the fix of pytorch/pytorch#190286
-    (seen in 2.11 and 2.13; 2.14 has it) then skips that code object for good: a
+    (2.11 on the GPUs, 2.13 on a CPU; 2.14 has it) then skips that code object for good: a
     `model.compile=true` run with `callbacks=throughput` trained eager throughout. Under the
     `force_eager` stance dynamo does not look at the frame, so the next batch compiles (torch
     before 2.6 has no stances)."""
