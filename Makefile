@@ -3,21 +3,25 @@
 #   make test    set up what is missing, then run the quick tests
 #   make test-all  the whole suite, slow tests included (README's test command)
 #   make setup   only the set-up: .venv/ with PyTorch and the package
+#   make test-oldest  the quick tests in .venv-oldest/, with the oldest releases pyproject.toml allows
 #   make docs    the documentation site, into docs/site/
 
 PYTHON ?= python3
 VENV ?= .venv
-# The PyTorch build. Any torch>=2.1 works (pyproject.toml); this pair is the one the tests run
+# The PyTorch build. Any torch>=2.6 works (pyproject.toml); this pair is the one the tests run
 # with. For a CPU-only build on Linux add `--index-url https://download.pytorch.org/whl/cpu`,
 # for a given CUDA that CUDA's index (https://pytorch.org/get-started/locally/); PyPI's macOS
 # wheels use the CPU and Apple's GPU.
 TORCH ?= torch==2.14.1 torchvision==0.29.1
+# The oldest releases pyproject.toml allows of the packages a run is built on (`make test-oldest`).
+OLDEST := torch==2.6.0 torchvision==0.21.0 lightning==2.4.0 torchmetrics==1.3.0 \
+	hydra-core==1.3.2 omegaconf==2.3.0 wandb==0.31.0
 ARGS ?=
 
 BIN := $(VENV)/bin
 READY := $(VENV)/.ready
 
-.PHONY: setup train test test-all docs
+.PHONY: setup train test test-all test-oldest docs
 
 $(READY): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -38,6 +42,12 @@ test: $(READY)
 
 test-all: test
 	$(BIN)/python -m pytest -m slow -q
+
+# The second install puts back any of them that an extra's requirement moved up.
+test-oldest:
+	$(MAKE) setup VENV=.venv-oldest TORCH="$(OLDEST)"
+	.venv-oldest/bin/python -m pip install --quiet $(OLDEST)
+	.venv-oldest/bin/python -m pytest -m "not slow" -n 2 -q
 
 docs: $(READY)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict -f docs/mkdocs.yml

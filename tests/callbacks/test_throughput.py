@@ -130,9 +130,9 @@ def test_transformer_flops_tokens_and_mfu_against_a_set_peak(tmp_path: Path):
 
 
 def test_a_compiled_network_compiles_after_the_counted_batch(tmp_path: Path):
-    # torch 2.13 and earlier never compiled a frame first met under FlopCounterMode
-    # (pytorch/pytorch#190286): with counting left to them, this network trained eager. On
-    # torch 2.14 and later it passes with or without eager_while_counting.
+    # torch 2.13 and earlier (seen with 2.6.0 and 2.13.0) never compiled a frame first met
+    # under FlopCounterMode (pytorch/pytorch#190286): with counting left to them, this network
+    # trained eager. On torch 2.14 it passes with or without the callback's `force_eager` stance.
     from torch._dynamo.utils import counters
 
     def make() -> CausalLanguageModel:

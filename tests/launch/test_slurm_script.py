@@ -4,6 +4,7 @@ from the command line stays inside its own quoted line; one that could add a lin
 
 from __future__ import annotations
 
+import os
 import shlex
 import subprocess
 from pathlib import Path
@@ -27,10 +28,16 @@ def _refuse_sbatch(self: SlurmExecutor, path: Path) -> list[str]:
     raise _Submitted(path)
 
 
-def batch_script(monkeypatch: pytest.MonkeyPatch, *overrides: str) -> str:
+def batch_script(monkeypatch: pytest.MonkeyPatch, folder: Path, *overrides: str) -> str:
     """The batch script the launcher writes for a 2-job array of `research-train -m
-    launcher=submitit_slurm *overrides` (composed without the CLI's checks)."""
+    launcher=submitit_slurm *overrides` (composed without the CLI's checks). submitit's executor
+    refuses to start where `srun` is not on PATH, so an `srun` that is never run (in `folder`)
+    goes first on it: on a machine without SLURM this test still runs."""
     monkeypatch.setattr(SlurmExecutor, "_make_submission_command", _refuse_sbatch)
+    folder.mkdir(parents=True)
+    (folder / "srun").write_text("#!/bin/sh\nexit 1\n")
+    (folder / "srun").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
     (config,) = compose_all("train", ["launcher=submitit_slurm", *overrides])
     launcher = instantiate(hydra_node(config).launcher)
     launcher.config = config
@@ -65,7 +72,8 @@ HOSTILE = "x' ; touch pwned ; echo '$(touch pwned)`touch pwned`"
 
 def test_shell_syntax_in_a_value_stays_quoted_on_its_line(monkeypatch, tmp_path):
     quoted = f'"{HOSTILE}"'  # Hydra's quoting: the value as it is
-    script = batch_script(monkeypatch, f"task_name={quoted}", f"+hydra.launcher.comment={quoted}")
+    overrides = (f"task_name={quoted}", f"+hydra.launcher.comment={quoted}")
+    script = batch_script(monkeypatch, tmp_path / "submit", *overrides)
     assert _sbatch(script, "job-name") == _sbatch(script, "comment") == HOSTILE
     args = run_script(script, tmp_path / "job")
     assert not list(tmp_path.rglob("pwned"))
@@ -83,5 +91,5 @@ def test_a_control_character_is_refused_before_the_script(monkeypatch, tmp_path,
     assert "control characters" in done.stderr and len(done.stderr.splitlines()) == 1
     assert not (tmp_path / "logs").exists()
     if char == "\n":  # why: submitit writes it as a line of the script, and bash runs it
-        run_script(batch_script(monkeypatch, override), tmp_path / "job")
+        run_script(batch_script(monkeypatch, tmp_path / "submit", override), tmp_path / "job")
         assert (tmp_path / "job" / "pwned").exists()

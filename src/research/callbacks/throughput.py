@@ -27,7 +27,7 @@ Times are training only (validation excluded) and rank zero's; devices are assum
 from __future__ import annotations
 
 import time
-from contextlib import AbstractContextManager, ExitStack, nullcontext
+from contextlib import ExitStack
 from typing import Any
 
 import lightning as L
@@ -108,17 +108,6 @@ def device_peak_flops(device: torch.device, dtype: torch.dtype) -> float | None:
     return get_available_flops(device, dtype)
 
 
-def eager_while_counting() -> AbstractContextManager[Any]:
-    """torch.compile held off for the FLOP-counted batch. Dynamo will not trace a frame under a
-    dispatch mode such as FlopCounterMode, and torch before the fix of pytorch/pytorch#190286
-    (2.11 on the GPUs, 2.13 on a CPU; 2.14 has it) then skips that code object for good: a
-    `model.compile=true` run with `callbacks=throughput` trained eager throughout. Under the
-    `force_eager` stance dynamo does not look at the frame, so the next batch compiles (torch
-    before 2.6 has no stances)."""
-    set_stance = getattr(torch.compiler, "set_stance", None)
-    return nullcontext() if set_stance is None else set_stance("force_eager")
-
-
 class ThroughputLog(L.Callback):
     """Logs samples/s, tokens/s, FLOPs per step, FLOP/s and MFU of training (see the module)."""
 
@@ -153,7 +142,11 @@ class ThroughputLog(L.Callback):
         self, trainer: L.Trainer, pl_module: L.LightningModule, batch: Any, batch_idx: int
     ) -> None:
         if self.config.count_flops and self.flops_per_batch is None and self._counter is None:
-            self._counting.enter_context(eager_while_counting())
+            # Dynamo will not trace a frame under a dispatch mode such as FlopCounterMode, and
+            # torch before the fix of pytorch/pytorch#190286 (2.11 on the GPUs, 2.13 on a CPU)
+            # then skips that code object for good: a compiled run trained eager throughout.
+            # Under the `force_eager` stance dynamo does not look at the frame at all.
+            self._counting.enter_context(torch.compiler.set_stance("force_eager"))
             self._counter = self._counting.enter_context(FlopCounterMode(display=False))
 
     def on_train_batch_end(

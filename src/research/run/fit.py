@@ -11,7 +11,6 @@ from typing import Any
 
 import lightning as L
 from hydra.core.hydra_config import HydraConfig
-from hydra.utils import instantiate
 from lightning.pytorch.callbacks import Callback, ModelCheckpoint
 from lightning.pytorch.loggers import Logger
 from lightning.pytorch.utilities import rank_zero_only
@@ -23,6 +22,7 @@ from research.callbacks.divergence import DivergenceGuard
 from research.callbacks.epochs import EpochHistory, EpochSeed
 from research.callbacks.last_checkpoint import split_last
 from research.callbacks.placement import RankPlacement
+from research.config.instantiate import instantiate_plain
 from research.config.schemas.lightning import Trainer, is_model_checkpoint
 from research.launch.ranks import node_ranks
 from research.run.build import build_task
@@ -67,7 +67,7 @@ def _callbacks(config: dict[str, Any], run_dir: Path, has_logger: bool) -> list[
             if mid_epoch:
                 node["save_on_train_epoch_end"] = False
             node, last = split_last(node)
-        built.append(instantiate(node))
+        built.append(instantiate_plain(node))
         if last is not None:
             built.append(last)  # after the best-checkpoint callback: it saves after it
     return built
@@ -93,7 +93,7 @@ def _plugins(trainer_cfg: dict[str, Any]) -> list[Any]:
     the training thread (the fit waits for the last one before it returns)."""
     configured = trainer_cfg.get("plugins") or []
     configured = configured if isinstance(configured, list) else [configured]
-    return [*(instantiate(p) for p in configured), AsyncAtomicCheckpointIO()]
+    return [*(instantiate_plain(p) for p in configured), AsyncAtomicCheckpointIO()]
 
 
 def _resume_checkpoint(
@@ -182,7 +182,7 @@ def _fit_and_test(config: dict[str, Any], record: RunRecord, loggers: list[Logge
         ReanchorCheckpoints(),
     ]
     callbacks = [*own, history, *configured]
-    trainer: L.Trainer = instantiate(
+    trainer: L.Trainer = instantiate_plain(
         # No configured checkpoint, no checkpoints: Lightning would add a default one.
         {
             **{k: v for k, v in config["trainer"].items() if k not in Trainer.applied_by_run},

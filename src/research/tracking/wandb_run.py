@@ -15,11 +15,11 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from hydra.utils import instantiate
 from lightning.pytorch.loggers import Logger, WandbLogger
 from lightning.pytorch.utilities import rank_zero_only
 
 from research import compat
+from research.config.instantiate import instantiate_plain
 
 
 def _new_wandb_id() -> str:
@@ -79,7 +79,7 @@ def build_loggers(
             extra.update(id=used_id, resume="allow" if wandb_id else None)
             if not cfg.get("name") and name:
                 extra["name"] = name
-        logger = instantiate({**cfg, **extra})
+        logger = instantiate_plain({**cfg, **extra})
         if isinstance(logger, WandbLogger):
             compat.wandb_logger_without_anonymous(logger)
         loggers.append(logger)

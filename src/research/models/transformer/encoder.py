@@ -19,7 +19,6 @@ from research.models.configs import (
 from research.models.transformer.attention import SelfAttention
 from research.models.transformer.block import EncoderBlock, make_norm
 from research.models.transformer.positions import RotaryEmbedding, sinusoidal_table
-from research.models.transformer.tracing import compiling
 
 
 class TransformerEncoder(nn.Module):
@@ -112,7 +111,8 @@ class TransformerEncoder(nn.Module):
         # No mask when nothing is padded: SDPA may then pick its fused kernels. Not while
         # compiling: reading the mask's values on the host would break the graph there.
         mask = None
-        if attention_mask is not None and (compiling() or not bool(attention_mask.all())):
+        tracing = torch.compiler.is_compiling()
+        if attention_mask is not None and (tracing or not bool(attention_mask.all())):
             mask = attention_mask.bool()
         for block in self.blocks:
             x = block(x, mask)

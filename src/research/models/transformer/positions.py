@@ -12,7 +12,6 @@ import torch
 from torch import nn
 
 from research.models.configs import rope_parameters
-from research.models.transformer.tracing import compiling
 
 
 def sinusoidal_table(max_len: int, d_model: int) -> torch.Tensor:
@@ -112,7 +111,7 @@ class RotaryEmbedding(nn.Module):
         self._cache: tuple[int, torch.Tensor, torch.Tensor] | None = None
 
     def tables(self, length: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
-        if compiling():
+        if torch.compiler.is_compiling():
             # Traced into the graph, where they cost a fused kernel: a cache is module state
             # the graph would guard on, and its inference-mode check breaks the graph in every
             # block (the whole encoder then ran eager under model.compile=true).
