@@ -111,3 +111,23 @@ def test_resuming_a_killed_run_removes_the_temporaries_of_its_killed_writes(work
     assert metrics(run)["resumed_from"] == str(run / "checkpoints" / "last.ckpt")
     assert not any(path.exists() for path in leftovers)
     assert all(path.read_text() == "mine" for path in users)
+
+
+def test_a_run_resumed_in_a_new_run_dir_keeps_the_best_checkpoint_from_before(workdir: Path):
+    # The resumed run trains no further epoch (both of debug=limit's are done), so its best
+    # checkpoint is the earlier run's: before the fix its test of the best checkpoint failed
+    # on a best.ckpt that the new run dir did not have.
+    first = run_cli("research-train", *FAST, "logger=none", cwd=workdir)
+    assert first.returncode == 0, first.stderr[-2000:]
+    (earlier,) = run_dirs(workdir)
+    before = {p.name: p.read_bytes() for p in (earlier / "checkpoints").iterdir()}
+
+    last = earlier / "checkpoints" / "last.ckpt"
+    resumed = run_cli("research-train", *FAST, "logger=none", f"ckpt_path={last}", cwd=workdir)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    (later,) = [d for d in run_dirs(workdir) if d != earlier]
+    assert metrics(later)["best"]["checkpoint"] == "checkpoints/best.ckpt"
+    best = later / "checkpoints" / "best.ckpt"
+    assert best.read_bytes() == before["best.ckpt"]
+    assert metrics(later)["best"]["test/acc"] == metrics(earlier)["best"]["test/acc"]
+    assert {p.name: p.read_bytes() for p in (earlier / "checkpoints").iterdir()} == before
