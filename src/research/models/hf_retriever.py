@@ -259,15 +259,12 @@ class HFRetriever(nn.Module):
 
 
 def attention_kernels(device: torch.device) -> AbstractContextManager[object]:
-    """Limits scaled-dot-product attention to `ATTENTION_KERNELS` on a CUDA device; elsewhere,
-    or on a torch without `sdpa_kernel` (before 2.3, which has no cuDNN attention), changes
-    nothing."""
+    """Limits scaled-dot-product attention to `ATTENTION_KERNELS` on a CUDA device; elsewhere
+    changes nothing."""
     if device.type != "cuda" or ATTENTION_KERNELS is None:
         return nullcontext()
-    try:
-        from torch.nn.attention import SDPBackend, sdpa_kernel
-    except ImportError:
-        return nullcontext()
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
     return sdpa_kernel([getattr(SDPBackend, name) for name in ATTENTION_KERNELS])
 
 
