@@ -35,8 +35,8 @@ _CHECKPOINT_PATHS = ("best_model_path", "kth_best_model_path", "last_model_path"
 
 class ReanchorCheckpoints(L.Callback):
     """Keeps the checkpoint bookkeeping of a run that continues from another folder's checkpoint:
-    a moved or copied run dir, or a new run dir resuming a killed run (`ckpt_path=last`, a path,
-    `research-ablate` again).
+    a moved or copied run dir, or a new run dir resuming another run (`ckpt_path=<file.ckpt>`,
+    `research-ablate` again after a kill).
 
     ModelCheckpoint saves absolute paths in its state and, when its folder no longer matches,
     drops its best score and then writes `best-v1.ckpt` beside the old `best.ckpt`. Before that
