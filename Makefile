@@ -47,7 +47,7 @@ test-all: test
 test-oldest:
 	$(MAKE) setup VENV=.venv-oldest TORCH="$(OLDEST)"
 	.venv-oldest/bin/python -m pip install --quiet $(OLDEST)
-	.venv-oldest/bin/python -m pytest -m "not slow" -n 2 -q
+	$(MAKE) test VENV=.venv-oldest TORCH="$(OLDEST)"
 
 docs: $(READY)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict -f docs/mkdocs.yml

@@ -53,14 +53,10 @@ class ReanchorCheckpoints(L.Callback):
             new, old = current.get(key), state.get("dirpath") if isinstance(state, dict) else None
             if not new or not old or new == old:
                 continue
-            moves: dict[str, str] = {}
 
-            def moved(path: Any, old: str = old, new: str = new, moves: dict = moves) -> Any:
+            def moved(path: Any, old: str = old, new: str = new) -> Any:
                 text = str(path) if path else ""
-                if not text.startswith(old):
-                    return path
-                moves[text] = new + text[len(old) :]
-                return moves[text]
+                return new + text[len(old) :] if text.startswith(old) else path
 
             state["dirpath"] = new
             for name in _CHECKPOINT_PATHS:
@@ -69,12 +65,15 @@ class ReanchorCheckpoints(L.Callback):
             if isinstance(state.get("best_k_models"), dict):
                 state["best_k_models"] = {moved(k): v for k, v in state["best_k_models"].items()}
             if trainer.is_global_zero:
-                _link_missing(moves)
+                named = [state.get(name) for name in _CHECKPOINT_PATHS]
+                _link_missing(old, new, [*named, *(state.get("best_k_models") or {})])
 
 
-def _link_missing(moves: dict[str, str]) -> None:
-    """Give each checkpoint file of the old folder that the new one lacks a second name there."""
-    for source, target in moves.items():
-        if Path(source).is_file() and not Path(target).exists():
-            Path(target).parent.mkdir(parents=True, exist_ok=True)
-            link_atomic(source, target)
+def _link_missing(old: str, new: str, paths: list[Any]) -> None:
+    """Give each checkpoint under `new` that is missing there but still under `old` (its earlier
+    name) a second name there."""
+    for path in {str(p) for p in paths if p and str(p).startswith(new)}:
+        source = Path(old + path[len(new) :])
+        if source.is_file() and not Path(path).exists():
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            link_atomic(source, path)

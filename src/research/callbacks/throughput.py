@@ -143,7 +143,7 @@ class ThroughputLog(L.Callback):
     ) -> None:
         if self.config.count_flops and self.flops_per_batch is None and self._counter is None:
             # Dynamo will not trace a frame under a dispatch mode such as FlopCounterMode, and
-            # torch before the fix of pytorch/pytorch#190286 (2.11 on the GPUs, 2.13 on a CPU)
+            # torch before the fix of pytorch/pytorch#190286 (seen with 2.6, 2.11 and 2.13)
             # then skips that code object for good: a compiled run trained eager throughout.
             # Under the `force_eager` stance dynamo does not look at the frame at all.
             self._counting.enter_context(torch.compiler.set_stance("force_eager"))
