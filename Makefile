@@ -13,9 +13,6 @@ VENV ?= .venv
 # for a given CUDA that CUDA's index (https://pytorch.org/get-started/locally/); PyPI's macOS
 # wheels use the CPU and Apple's GPU.
 TORCH ?= torch==2.14.1 torchvision==0.29.1
-# The oldest releases pyproject.toml allows of the packages a run is built on (`make test-oldest`).
-OLDEST := torch==2.6.0 torchvision==0.21.0 lightning==2.4.0 torchmetrics==1.3.0 \
-	hydra-core==1.3.2 omegaconf==2.3.0 wandb==0.31.0
 ARGS ?=
 
 BIN := $(VENV)/bin
@@ -43,11 +40,18 @@ test: $(READY)
 test-all: test
 	$(BIN)/python -m pytest -m slow -q
 
-# The second install puts back any of them that an extra's requirement moved up.
+# uv resolves every requirement in pyproject.toml, extras included, to the oldest release it
+# allows (what those need in turn comes newest), so each floor declared there is one tested.
+OLDEST := .venv-oldest
 test-oldest:
-	$(MAKE) setup VENV=.venv-oldest TORCH="$(OLDEST)"
-	.venv-oldest/bin/python -m pip install --quiet $(OLDEST)
-	$(MAKE) test VENV=.venv-oldest TORCH="$(OLDEST)"
+	$(PYTHON) -m venv $(OLDEST)
+	$(OLDEST)/bin/python -m pip install --quiet --upgrade pip uv
+	$(OLDEST)/bin/uv pip compile --quiet pyproject.toml --extra all --extra dev \
+		--resolution lowest-direct --python $(OLDEST)/bin/python -o $(OLDEST)/oldest.txt
+	$(OLDEST)/bin/python -m pip install --quiet -r $(OLDEST)/oldest.txt
+	$(OLDEST)/bin/python -m pip install --quiet --no-deps -e .
+	touch $(OLDEST)/.ready
+	$(MAKE) test VENV=$(OLDEST)
 
 docs: $(READY)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict -f docs/mkdocs.yml

@@ -6,6 +6,8 @@ epochs 2..N (the first epoch pays one-off costs in all). `research-train` runs w
 W&B offline logging, checkpoints, history and metrics; bare Lightning is a minimal
 LightningModule with no logger, checkpoint or progress bar. The three run interleaved (plain,
 Lightning, research-train) in every round, so a change in the machine's load hits all of them.
+Each contender runs in a Python process of its own, as research-train's command does, so that
+none trains in a process where another has already trained (its allocations, its thread pool).
 Prints steps/s of each and the ratios to the plain loop, median (min-max) over the rounds
 (target: research-train's ratio at least bare Lightning's, and >= 0.95 where a step takes
 >= 20 ms), and research-train's steps/s over bare Lightning's of the same round.
@@ -260,18 +262,28 @@ def framework_marks(
     return [(row["time_s"], row["step"]) for row in rows]
 
 
-CONTENDERS: dict[str, Callable[[int, int, dict[str, Any]], float]] = {
-    "plain loop": plain_loop,
-    "bare Lightning": bare_lightning,
-    "research-train": framework,
-}
-
-
 def spread(values: list[float], fmt: str) -> str:
     return f"{statistics.median(values):{fmt}} ({min(values):{fmt}}-{max(values):{fmt}})"
 
 
+IN_PROCESS: dict[str, Callable[[int, int, dict[str, Any]], float]] = {
+    "plain loop": plain_loop,
+    "bare Lightning": bare_lightning,
+    "equipped Lightning": equipped_lightning,
+}
+
+
+def in_fresh_process(who: str, epochs: int, batch_size: int, cnn: dict[str, Any]) -> float:
+    """Steps/s of the in-process contender `who`, run in a Python process of its own."""
+    cmd = [sys.executable, __file__, "--contender", who, json.dumps([epochs, batch_size, cnn])]
+    done = subprocess.run(cmd, check=True, capture_output=True, text=True)
+    return float(done.stdout.splitlines()[-1])
+
+
 def main() -> None:
+    if sys.argv[1:2] == ["--contender"]:  # one run of in_fresh_process
+        print(IN_PROCESS[sys.argv[2]](*json.loads(sys.argv[3])))
+        return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--settings", nargs="+", choices=list(SETTINGS), default=list(SETTINGS))
     parser.add_argument("--repeats", type=int, default=5)
@@ -283,9 +295,9 @@ def main() -> None:
     )
     add_baseline_argument(parser)
     args = parser.parse_args()
-    contenders = dict(CONTENDERS)
-    if args.equipped:
-        contenders["equipped Lightning"] = equipped_lightning
+    scripted = ["plain loop", "bare Lightning"] + ["equipped Lightning"] * args.equipped
+    contenders = {who: functools.partial(in_fresh_process, who) for who in scripted}
+    contenders["research-train"] = framework
     if args.baseline:
         contenders["baseline"] = functools.partial(framework, src=args.baseline)
     print(

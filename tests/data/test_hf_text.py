@@ -58,3 +58,16 @@ def test_wrong_column_or_missing_dataset_fail_in_one_line(
     with pytest.raises(FileNotFoundError) as err:
         missing.setup()
     assert "\n" not in str(err.value) and "data.name='no_such_dataset_xyz'" in str(err.value)
+
+
+def test_a_stream_that_does_not_name_its_columns_is_checked_by_its_first_row():
+    # datasets 2.18 gives a JSON stream no column names; a generator's stream has none either.
+    import datasets
+
+    from research.data.hf_load import _columns
+
+    rows = [{"text": "alpha beta", "label": 1}]
+    stream = datasets.IterableDataset.from_generator(lambda: iter(rows))
+    assert stream.column_names is None
+    assert _columns(stream) == ["text", "label"]
+    assert _columns(datasets.IterableDataset.from_generator(lambda: iter([]))) is None

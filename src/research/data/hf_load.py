@@ -33,7 +33,7 @@ def load_hf_dataset(
             f"data.name={name!r} could not be loaded ({type(err).__name__}: {reason}); "
             "without network use a builder such as data.name=json with data.data_files"
         ) from None
-    known = loaded["train"].column_names  # None when a stream does not say its columns
+    known = _columns(loaded["train"])
     for key, column in columns.items():
         if known is not None and column not in known:
             raise ValueError(
@@ -41,3 +41,12 @@ def load_hf_dataset(
                 + ", ".join(known)
             )
     return loaded
+
+
+def _columns(rows: Any) -> list[str] | None:
+    """The column names of `rows`, or None where it has none. A stream may not say them
+    (`datasets` 2.18 on JSON files); its first row does."""
+    if rows.column_names is not None:
+        return rows.column_names
+    first = next(iter(rows.take(1)), None)
+    return None if first is None else list(first)
