@@ -4,11 +4,12 @@
 #   make test-all  the whole suite, slow tests included (README's test command)
 #   make setup   only the set-up: .venv/ with PyTorch and the package
 #   make test-oldest  the quick tests in .venv-oldest/, with the oldest releases pyproject.toml allows
+#                (PYTHON=python3.10 OLDEST=.venv-oldest-3.10: on the oldest Python it allows)
 #   make docs    the documentation site, into docs/site/
 
 PYTHON ?= python3
 VENV ?= .venv
-# The PyTorch build. Any torch>=2.6 works (pyproject.toml); this pair is the one the tests run
+# The PyTorch build. Any torch>=2.8 works (pyproject.toml); this pair is the one the tests run
 # with. For a CPU-only build on Linux add `--index-url https://download.pytorch.org/whl/cpu`,
 # for a given CUDA that CUDA's index (https://pytorch.org/get-started/locally/); PyPI's macOS
 # wheels use the CPU and Apple's GPU.

@@ -5,8 +5,8 @@ checkpoints, history, W&B) is most of what is timed.
 checkpoint or progress bar) train a CNN (`--cnn`: the default one, or `overhead.py`'s `wide` or
 `wider`, whose checkpoints are about 4 and 15 times larger) for one batch of `--batch-size` an epoch
 (`limit_train_batches=1`) and validate after it. Milliseconds an epoch over epochs 2..N,
-interleaved round by round; research-train runs in a fresh process each time, bare Lightning in
-this one, as in `overhead.py`. Prints each contender's ms/epoch,
+interleaved round by round; each contender trains in a fresh Python process each time, as in
+`overhead.py`. Prints each contender's ms/epoch,
 median (min-max), and research-train's epoch time over bare Lightning's of the same round.
 
 `--baseline SRC` adds `research-train` of another checkout (see `overhead.py`) in the same
@@ -29,7 +29,7 @@ import functools
 from collections.abc import Callable
 
 from baseline_checkout import add_baseline_argument  # beside this file
-from overhead import CNN_ARGS, WIDE_ARGS, WIDER_ARGS, bare_lightning_marks, framework_marks, spread
+from overhead import CNN_ARGS, WIDE_ARGS, WIDER_ARGS, framework_marks, in_fresh_process, spread
 
 # part of research-train's default per-epoch work -> the overrides that leave it out
 PARTS: dict[str, tuple[str, ...]] = {
@@ -59,7 +59,12 @@ def main() -> None:
     cnn = CNNS[args.cnn]
     contenders: dict[str, Callable[[], list[tuple[float, int]]]] = {
         "bare Lightning": functools.partial(
-            bare_lightning_marks, args.epochs, args.batch_size, cnn, limit_train_batches=1
+            in_fresh_process,
+            "bare Lightning",
+            args.epochs,
+            args.batch_size,
+            cnn,
+            limit_train_batches=1,
         ),
         "research-train": functools.partial(
             framework_marks, args.epochs, args.batch_size, cnn, overrides=one_step

@@ -4,10 +4,11 @@ data and batches.
 All three train the CNN on digits with Adam and validate after every epoch; steps/s is taken over
 epochs 2..N (the first epoch pays one-off costs in all). `research-train` runs with its default
 W&B offline logging, checkpoints, history and metrics; bare Lightning is a minimal
-LightningModule with no logger, checkpoint or progress bar. The three run interleaved (plain,
-Lightning, research-train) in every round, so a change in the machine's load hits all of them.
-Each contender runs in a Python process of its own, as research-train's command does, so that
-none trains in a process where another has already trained (its allocations, its thread pool).
+LightningModule with no logger, checkpoint or progress bar. All contenders run interleaved
+(plain, Lightning, ..., research-train) in every round, so a change in the machine's load hits
+all of them. Each contender runs in a Python process of its own, as research-train's command
+does, so that none trains in a process where another has already trained (its allocations, its
+thread pool).
 Prints steps/s of each and the ratios to the plain loop, median (min-max) over the rounds
 (target: research-train's ratio at least bare Lightning's, and >= 0.95 where a step takes
 >= 20 ms), and research-train's steps/s over bare Lightning's of the same round.
@@ -86,9 +87,9 @@ def _rate(marks: list[tuple[float, int]]) -> float:
     return (s1 - s0) / (t1 - t0)
 
 
-def plain_loop(epochs: int, batch_size: int, cnn: dict[str, Any]) -> float:
-    """Steps/s of a hand-written loop over epochs 2..N, without the variable that importing
-    Lightning (in this process, for the other contenders) sets: a PyTorch script has none."""
+def plain_loop_marks(epochs: int, batch_size: int, cnn: dict[str, Any]) -> list[tuple[float, int]]:
+    """(time, global step) at each epoch's end of a hand-written loop, without the variable that
+    importing Lightning (this module does) sets: a PyTorch script has none."""
     nvml_check = os.environ.pop(NVML_CHECK, None)
     try:
         return _plain_loop(epochs, batch_size, cnn)
@@ -97,7 +98,7 @@ def plain_loop(epochs: int, batch_size: int, cnn: dict[str, Any]) -> float:
             os.environ[NVML_CHECK] = nvml_check
 
 
-def _plain_loop(epochs: int, batch_size: int, cnn: dict[str, Any]) -> float:
+def _plain_loop(epochs: int, batch_size: int, cnn: dict[str, Any]) -> list[tuple[float, int]]:
     torch.manual_seed(0)
     data = DigitsDataModule(batch_size=batch_size, seed=0)
     data.setup()
@@ -121,7 +122,7 @@ def _plain_loop(epochs: int, batch_size: int, cnn: dict[str, Any]) -> float:
             correct = sum((model(x).argmax(1) == y).sum().item() for x, y in val)
         assert correct >= 0
         marks.append((time.perf_counter(), steps))
-    return _rate(marks)
+    return marks
 
 
 class _Bare(L.LightningModule):
@@ -146,11 +147,6 @@ class _Bare(L.LightningModule):
 
     def configure_optimizers(self) -> torch.optim.Optimizer:
         return torch.optim.Adam(self.parameters(), lr=1e-3)
-
-
-def bare_lightning(epochs: int, batch_size: int, cnn: dict[str, Any]) -> float:
-    """Steps/s of a minimal LightningModule under a plain Trainer over epochs 2..N."""
-    return _rate(bare_lightning_marks(epochs, batch_size, cnn))
 
 
 def bare_lightning_marks(
@@ -194,10 +190,12 @@ class _Logged(_Bare):
         self.log("val/acc", (logits.argmax(1) == y).float().mean(), prog_bar=True)
 
 
-def equipped_lightning(epochs: int, batch_size: int, cnn: dict[str, Any]) -> float:
-    """Steps/s over epochs 2..N of Lightning given research-train's default outputs the way a
-    Lightning user adds them: W&B offline, the learning rate every logged step, the best and the
-    last checkpoint every epoch (Lightning's own synchronous writes, no fsync)."""
+def equipped_lightning_marks(
+    epochs: int, batch_size: int, cnn: dict[str, Any]
+) -> list[tuple[float, int]]:
+    """(time, global step) at each epoch's end of Lightning given research-train's default
+    outputs the way a Lightning user adds them: W&B offline, the learning rate every logged step,
+    the best and the last checkpoint every epoch (Lightning's own synchronous writes, no fsync)."""
     import wandb
     from lightning.pytorch.callbacks import LearningRateMonitor, ModelCheckpoint
     from lightning.pytorch.loggers import WandbLogger
@@ -226,7 +224,7 @@ def equipped_lightning(epochs: int, batch_size: int, cnn: dict[str, Any]) -> flo
         )
         trainer.fit(module, datamodule=DigitsDataModule(batch_size=batch_size, seed=0))
         wandb.finish()
-    return _rate(module.marks)
+    return module.marks
 
 
 def framework(epochs: int, batch_size: int, cnn: dict[str, Any], src: str | None = None) -> float:
@@ -266,24 +264,44 @@ def spread(values: list[float], fmt: str) -> str:
     return f"{statistics.median(values):{fmt}} ({min(values):{fmt}}-{max(values):{fmt}})"
 
 
-IN_PROCESS: dict[str, Callable[[int, int, dict[str, Any]], float]] = {
-    "plain loop": plain_loop,
-    "bare Lightning": bare_lightning,
-    "equipped Lightning": equipped_lightning,
+# contender -> its epoch-end marks, trained in the calling process
+IN_PROCESS: dict[str, Callable[..., list[tuple[float, int]]]] = {
+    "plain loop": plain_loop_marks,
+    "bare Lightning": bare_lightning_marks,
+    "equipped Lightning": equipped_lightning_marks,
 }
 
 
-def in_fresh_process(who: str, epochs: int, batch_size: int, cnn: dict[str, Any]) -> float:
-    """Steps/s of the in-process contender `who`, run in a Python process of its own."""
-    cmd = [sys.executable, __file__, "--contender", who, json.dumps([epochs, batch_size, cnn])]
+def in_fresh_process(
+    who: str, epochs: int, batch_size: int, cnn: dict[str, Any], **trainer_args: Any
+) -> list[tuple[float, int]]:
+    """Epoch-end marks of the contender `who` of `IN_PROCESS` (given `trainer_args`, for those
+    built on a Trainer), trained in a Python process of its own."""
+    call = json.dumps([epochs, batch_size, cnn, trainer_args])
+    cmd = [sys.executable, __file__, "--contender", who, call]
     done = subprocess.run(cmd, check=True, capture_output=True, text=True)
-    return float(done.stdout.splitlines()[-1])
+    return [tuple(mark) for mark in json.loads(done.stdout.splitlines()[-1])]
+
+
+def fresh_rate(who: str, epochs: int, batch_size: int, cnn: dict[str, Any]) -> float:
+    """Steps/s over epochs 2..N of the contender `who`, trained in a Python process of its own."""
+    return _rate(in_fresh_process(who, epochs, batch_size, cnn))
+
+
+def run_contender(parser: argparse.ArgumentParser, who: str, call: str) -> None:
+    """The child's side of `in_fresh_process`: train `who` and print its marks as JSON."""
+    if who not in IN_PROCESS:
+        parser.error(f"--contender: no contender {who!r}; valid: {', '.join(IN_PROCESS)}")
+    try:
+        epochs, batch_size, cnn, trainer_args = json.loads(call)
+    except ValueError:
+        parser.error(
+            f"--contender: CALL must be JSON [epochs, batch size, CNN, trainer args], not {call!r}"
+        )
+    print(json.dumps(IN_PROCESS[who](epochs, batch_size, cnn, **trainer_args)))
 
 
 def main() -> None:
-    if sys.argv[1:2] == ["--contender"]:  # one run of in_fresh_process
-        print(IN_PROCESS[sys.argv[2]](*json.loads(sys.argv[3])))
-        return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--settings", nargs="+", choices=list(SETTINGS), default=list(SETTINGS))
     parser.add_argument("--repeats", type=int, default=5)
@@ -294,9 +312,14 @@ def main() -> None:
         help="add Lightning with research-train's outputs (W&B, lr, checkpoints) its own way",
     )
     add_baseline_argument(parser)
+    # internal: one run of in_fresh_process, so not in --help
+    parser.add_argument("--contender", nargs=2, metavar=("NAME", "CALL"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.contender:
+        run_contender(parser, *args.contender)
+        return
     scripted = ["plain loop", "bare Lightning"] + ["equipped Lightning"] * args.equipped
-    contenders = {who: functools.partial(in_fresh_process, who) for who in scripted}
+    contenders = {who: functools.partial(fresh_rate, who) for who in scripted}
     contenders["research-train"] = framework
     if args.baseline:
         contenders["baseline"] = functools.partial(framework, src=args.baseline)

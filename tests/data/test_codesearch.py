@@ -196,6 +196,33 @@ def test_summary_and_document_on_a_small_source():
     assert _document(short, lines, 2) is None and _document(inline, lines, 1) is None
 
 
+FORM_FED = (
+    "\f\n"  # a page break between sections, as in Python 3.10's email package
+    "def decode(string):\n"
+    '    """Decode a MIME header \u2014 one line.\f\n'
+    "\n"
+    '    Not a full header.\u00e9"""\n'
+    "    if not string:\n"
+    "        return b''\n"
+    "    return string.encode()\n"
+)
+
+
+def test_line_numbers_hold_across_form_feeds_and_non_ascii_docstrings():
+    """ast counts lines at newlines only and columns in UTF-8 bytes; a form feed (which
+    `str.splitlines` splits at) or a non-ASCII docstring must not move the cut."""
+    (function,) = ast.parse(FORM_FED).body
+    document = _document(function, codesearch.source_lines(FORM_FED), 2)
+    assert document == "def decode(string):\n    if not string:\n        return b''\n" + (
+        "    return string.encode()"
+    )
+    (parsed,) = ast.parse(document).body  # the def on its own, docstring gone
+    assert ast.get_docstring(parsed) is None
+    shared = 'def f(x):\n    """' + "\u00e9" * 12 + '."""; y = x\n    return y\n'
+    (function,) = ast.parse(shared).body
+    assert _document(function, codesearch.source_lines(shared), 1) is None  # code after it
+
+
 def test_schema_errors_are_one_line():
     for node, words in [
         ({"val_fraction": 0.6, "test_fraction": 0.5}, "data.val_fraction=0.6 plus test_fraction"),

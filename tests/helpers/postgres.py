@@ -14,6 +14,10 @@ from collections.abc import Iterator
 
 import pytest
 
+from hydra_plugins.research_sweeper._storage import _url
+
+# Tests get SERVER as users write it, so that the search's own choice of driver is what they
+# test; this helper's own connections (through `_url`) make the same choice.
 SERVER = os.environ.get(
     "RESEARCH_POSTGRES_URL", "postgresql://research:research@127.0.0.1:5432/research"
 )
@@ -23,7 +27,7 @@ def _problem() -> str | None:
     import sqlalchemy
 
     try:
-        engine = sqlalchemy.create_engine(SERVER, connect_args={"connect_timeout": 5})
+        engine = sqlalchemy.create_engine(_url(SERVER), connect_args={"connect_timeout": 5})
     except ImportError as err:
         return f"no PostgreSQL driver ({err}); pip install 'research[sweep]'"
     try:
@@ -47,7 +51,7 @@ def fresh_database() -> Iterator[str]:
     if problem:
         pytest.skip(problem)
     name = f"test_{uuid.uuid4().hex[:16]}"
-    admin = sqlalchemy.create_engine(SERVER, isolation_level="AUTOCOMMIT")
+    admin = sqlalchemy.create_engine(_url(SERVER), isolation_level="AUTOCOMMIT")
     try:
         with admin.connect() as connection:
             connection.execute(sqlalchemy.text(f'CREATE DATABASE "{name}"'))

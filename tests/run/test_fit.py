@@ -3,6 +3,7 @@ so a failure points at a function rather than at a subprocess's exit code."""
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -52,13 +53,19 @@ def test_train_returns_completed_with_the_best_monitored_value(trained):
 
 
 def test_eval_rebuilds_the_same_task_and_reproduces_the_test_metrics(trained, tmp_path):
-    from research.run.evaluate import evaluate
+    from research.run.evaluate import CHECKPOINT_CALLBACKS_NOTICE, evaluate
 
     run_dir, _ = trained
-    with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
+    with (
+        initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"),
+        warnings.catch_warnings(record=True) as caught,
+    ):
+        warnings.simplefilter("always")
         cfg = _job_config("eval", [f"run_dir={run_dir}"], tmp_path / "eval")
         outcome = evaluate(cfg)
     assert outcome.status == "completed"
+    # Lightning's request for the callbacks that wrote the checkpoint is not shown.
+    assert not [w for w in caught if CHECKPOINT_CALLBACKS_NOTICE in str(w.message)]
     expected = read_metrics(run_dir)["best"]
     assert outcome.value["test/acc"] == pytest.approx(expected["test/acc"])
     assert outcome.value["test/loss"] == pytest.approx(expected["test/loss"], rel=1e-5)

@@ -15,6 +15,7 @@ from hydra_plugins.research_sweeper._heartbeat import ALIVE_ATTR, interval_for
 from hydra_plugins.research_sweeper._storage import (
     COMMAND_ENV,
     STORAGE_ENV,
+    _url,
     keep_secret,
     open_storage,
     real_url,
@@ -31,6 +32,14 @@ def test_a_password_is_shown_masked_and_the_rest_of_the_url_kept():
     assert shown("postgresql://alice@db-host/research") == "postgresql://alice@db-host/research"
     assert shown("sqlite:///logs/optuna/s.db") == "sqlite:///logs/optuna/s.db"
     assert shown(None) == "null"
+
+
+def test_a_postgresql_url_without_a_driver_gets_the_one_the_sweep_extra_installs():
+    # SQLAlchemy 2.0 (the newest for Python 3.10) would pick psycopg2, which is not installed.
+    assert _url(URL).drivername == "postgresql+psycopg"
+    assert _url(URL).password == "s3cr:et" and _url(URL).database == "research"
+    assert _url("postgresql+psycopg2://a@h/d").drivername == "postgresql+psycopg2"
+    assert _url("sqlite:///logs/s.db").drivername == "sqlite"
 
 
 def test_keep_secret_masks_the_config_and_command_and_jobs_find_the_real_url(

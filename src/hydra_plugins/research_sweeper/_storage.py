@@ -27,21 +27,26 @@ VALID = (
 STORAGE_ENV = "RESEARCH_OPTUNA_STORAGE"
 # The command line every run records (research.cli.app.COMMAND_ENV).
 COMMAND_ENV = "RESEARCH_COMMAND"
+# The driver of a postgresql:// URL that names none (see _url).
+PSYCOPG = "postgresql+psycopg"
 # Seconds a database server may take to answer the first connection.
 CONNECT_TIMEOUT_S = 10
 
 
 def _url(url: str) -> Any:
-    """The SQLAlchemy URL object of `url` (ConfigError when it is none)."""
+    """The SQLAlchemy URL object of `url` (ConfigError when it is none). A `postgresql://` URL
+    that names no driver gets psycopg, the one `research[sweep]` installs: SQLAlchemy 2.1 picks
+    it too, but 2.0 (the newest release for Python 3.10) picks psycopg2, which is not there."""
     from sqlalchemy.engine import make_url
     from sqlalchemy.exc import ArgumentError
 
     try:
-        return make_url(url)
+        parsed = make_url(url)
     except ArgumentError:
         raise ConfigError(
             f"hydra.sweeper.storage={shown(url)} is not a storage URL; {VALID}"
         ) from None
+    return parsed.set(drivername=PSYCOPG) if parsed.drivername == "postgresql" else parsed
 
 
 def shown(url: str | None) -> str:
@@ -141,7 +146,9 @@ def open_storage(url: str | None) -> Any:
     kwargs = _engine_kwargs(parsed.get_backend_name())
 
     def storage() -> Any:
-        return optuna.storages.RDBStorage(url, engine_kwargs=kwargs)
+        return optuna.storages.RDBStorage(
+            parsed.render_as_string(hide_password=False), engine_kwargs=kwargs
+        )
 
     # Workers that create a new database at once race inside Optuna's table set-up (a loser
     # sees "table already exists" or a duplicate version row): it waits and opens it again.

@@ -4,7 +4,8 @@ DDP on CPU starts one process per device, each with its own copy of torch, the d
 model: `trainer.devices=99` on a 2-core machine swaps the machine to a halt instead of training.
 Lightning's spawned or forked ranks (`ddp_spawn`, `ddp_fork`, `ddp_notebook`) train, but rank
 zero's callbacks run in a child process, so the run's history, best metrics and the Optuna
-objective never reach the job; `strategy=ddp` starts the ranks per job (research.ranks) instead.
+objective never reach the job; `strategy=ddp` starts the ranks per job
+(`research.launch.ranks`) instead.
 """
 
 from __future__ import annotations

@@ -30,7 +30,8 @@ from research.utils.atomic import replacing
 
 log = logging.getLogger(__name__)
 
-FORMAT = "stdlib-codesearch-v1"
+# v2: documents cut at the lines ast numbers (v1 builds on Python 3.10 were off after form feeds)
+FORMAT = "stdlib-codesearch-v2"
 SPLITS = ("train", "val", "test")
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
@@ -50,6 +51,13 @@ def summary(docstring: str) -> str:
     return " ".join(re.split(r"\n\s*\n", docstring.strip(), maxsplit=1)[0].split())
 
 
+def source_lines(source: str) -> list[str]:
+    """The lines `ast` numbers: split at newlines only. `str.splitlines` also splits at form
+    feeds and other separators, which Python 3.10's stdlib has between sections (email,
+    for one), and every line number after one would then point to the wrong line."""
+    return source.split("\n")  # read_text turned \r\n and \r into \n
+
+
 def _docstring_lines(function: ast.AST, lines: list[str]) -> set[int] | None:
     """0-based line numbers of every docstring inside `function` (its own and nested ones), or
     None when one shares a line with code, so that removing whole lines would cut code."""
@@ -58,8 +66,10 @@ def _docstring_lines(function: ast.AST, lines: list[str]) -> set[int] | None:
         if not isinstance(node, (*_DEFS, ast.ClassDef)) or ast.get_docstring(node) is None:
             continue
         doc = node.body[0]
-        before = lines[doc.lineno - 1][: doc.col_offset]
-        after = lines[doc.end_lineno - 1][doc.end_col_offset :].strip()  # type: ignore[operator]
+        # ast's columns count UTF-8 bytes, not characters
+        before = lines[doc.lineno - 1].encode()[: doc.col_offset].decode(errors="replace")
+        last = lines[doc.end_lineno - 1].encode()  # type: ignore[operator]
+        after = last[doc.end_col_offset :].decode(errors="replace").strip()
         if before.strip() or (after and not after.startswith("#")):
             return None
         found.update(range(doc.lineno - 1, doc.end_lineno))  # type: ignore[arg-type]
@@ -98,7 +108,7 @@ def stdlib_functions(config: StdlibCodeSearchConfig | None = None) -> list[CodeF
     found: list[CodeFunction] = []
     seen: set[str] = set()
     for relative, source, tree in stdlib_sources():
-        lines = source.splitlines()
+        lines = source_lines(source)
         dotted = ".".join(relative.with_suffix("").parts).removesuffix(".__init__")
         for qualname, function in definitions(tree, ""):
             docstring = ast.get_docstring(function)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,8 @@ from research.run.preflight import eval_checkpoint
 from research.run.resume import check_fits, model_family
 from research.tracking.checkpoints import read_checkpoint
 from research.tracking.record import RunRecord
+
+CHECKPOINT_CALLBACKS_NOTICE = "Be aware that when using `ckpt_path`, callbacks used to create"
 
 
 def _evaluate(config: dict[str, Any], record: RunRecord, _: list[Logger]) -> Any:
@@ -48,7 +51,11 @@ def _test_checkpoint(
         enable_progress_bar=False,
     )
     run = trainer.test if config["split"] == "test" else trainer.validate
-    results = run(module, datamodule=datamodule, ckpt_path=str(checkpoint))
+    with warnings.catch_warnings():
+        # Lightning asks for the callbacks that wrote the checkpoint (its best and last
+        # checkpoints); they have nothing to do in a test, and the user nothing to change.
+        warnings.filterwarnings("ignore", message=CHECKPOINT_CALLBACKS_NOTICE)
+        results = run(module, datamodule=datamodule, ckpt_path=str(checkpoint))
     metrics = {k: v for result in results for k, v in result.items()}
     record.fields.update(
         source_run_dir=str(source),

@@ -24,8 +24,6 @@ _TRITON_MIN_CAPABILITY = (7, 0)
 
 def compile_problem(device: torch.device) -> str | None:
     """Why torch.compile cannot build kernels for `device` here, or None when it can."""
-    if not hasattr(nn.Module, "compile"):
-        return f"torch {torch.__version__} has no torch.compile; install torch >= 2.2"
     if device.type == "cpu":
         compilers = compat.inductor_cpp_compilers()
         if not any(shutil.which(c) for c in compilers):
