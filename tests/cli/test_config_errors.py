@@ -54,6 +54,18 @@ CASES = [
     # The entry config is fixed: Hydra would fail after ours was checked, in eight lines.
     (["--config-name", "nope"], "--config-name and --config-path are fixed (train.yaml in"),
     (["~paths"], "paths.log_dir is missing (removed with ~paths.log_dir?)"),
+    # A model on data it cannot use: ColBERT on digits made a run dir, then an AttributeError.
+    (
+        ["model=colbert"],
+        "model=colbert trains on queries with their documents, but data=digits gives labelled "
+        "images; data options that fit it: beir, stdlib_codesearch; model options that fit "
+        "data=digits: cnn",
+    ),
+    (
+        ["model=transformer_mlm", "data=synthetic_recall"],
+        "model.net.max_len reads data.max_len, which data=synthetic_recall does not have; data "
+        "options that have it: hf_text, stdlib_modules, stdlib_text, synthetic_listops",
+    ),
 ]
 
 

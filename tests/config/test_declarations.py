@@ -3,7 +3,8 @@ every constructor takes, and every target any shipped config names has one.
 
 Nothing here lists components: the targets are read from the YAML files, and which data each
 model can be composed with is worked out from what the model's YAML reads (`${data.<key>}`) and
-what each data option provides (its YAML and its declaration). So a new model, dataset or loss is
+what each data option provides (its YAML and its declaration), and from the kinds of batch their
+declarations take and give. So a new model, dataset or loss is
 checked as soon as its module, declaration and YAML exist, or the failure names the file to fix.
 """
 
@@ -22,9 +23,9 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from research.config.compose import group_options
 from research.config.errors import ConfigError
-from research.config.paths import config_dir
+from research.config.pairing import fits, gives_of, option_bodies, option_keys, takes_of
+from research.config.paths import config_dir, group_options
 from research.config.registry import declaration
 from research.config.schema import plain, walk_targets
 from research.config.validate import resolve, validate
@@ -63,19 +64,17 @@ def model_reads(model: str) -> set[str]:
     return set(_READS_DATA.findall(_text_with_extended(config_dir() / "model" / f"{model}.yaml")))
 
 
-def data_provides(data: str) -> set[str]:
-    """The keys a data option has: its YAML's and its declaration's."""
-    body = OmegaConf.to_container(OmegaConf.load(config_dir() / "data" / f"{data}.yaml"))
-    schema = declaration(str(body.get("_target_")))
-    return set(body) | ({f.name for f in dataclasses.fields(schema)} if schema else set())
-
-
 def model_data_pairs() -> dict[str, list[str]]:
-    """model option -> the data options that provide every key it reads."""
-    datas = group_options("data")
+    """model option -> the data options that provide every key it reads, and whose kind of
+    batch it takes where both declare one."""
+    datas = option_bodies("data")
     return {
-        model: [d for d in datas if model_reads(model) <= data_provides(d)]
-        for model in group_options("model")
+        model: [
+            name
+            for name, data in datas.items()
+            if model_reads(model) <= option_keys(data) and fits(takes_of(body), gives_of(data))
+        ]
+        for model, body in option_bodies("model").items()
     }
 
 

@@ -11,6 +11,7 @@ import pytest
 
 from research.config.compose import check_command_line, expand
 from research.config.errors import ConfigError
+from research.config.pairing import check_pairing, gives_of, option_bodies, takes_of
 from research.config.paths import config_dir
 from research.config.resolvers import run_suffix
 
@@ -180,3 +181,82 @@ def test_unknown_key_suggests_the_closest_existing_one():
         ]
     )
     assert "did you mean model.net.position?" in message, message
+
+
+def test_an_unknown_key_is_not_told_to_mean_its_own_parent():
+    message = _error(["model.net.nope=3"])
+    assert "did you mean" not in message, message
+    assert "model.net has: batch_norm, channels," in message
+
+
+# A model paired with data it cannot train on: refused before anything runs, naming the data
+# options that fit the model and the model options that fit the data.
+@pytest.mark.parametrize(
+    ("model", "data", "fits_the_model", "fits_the_data"),
+    [
+        ("colbert", "digits", "beir, stdlib_codesearch", "cnn"),
+        ("dense", "stdlib_text", "beir, stdlib_codesearch", "transformer_mlm"),
+        (
+            "transformer_lm",
+            "stdlib_modules",
+            "hf_lm, stdlib_code",
+            "transformer_cls, transformer_mlm",
+        ),
+        # The task (classification) takes token sequences too; the network (CNN) only images.
+        (
+            "cnn",
+            "stdlib_modules",
+            "cifar10, digits, fashion_mnist, mnist",
+            "transformer_cls, transformer_mlm",
+        ),
+    ],
+)
+def test_a_model_on_data_of_another_kind_names_what_fits_either(
+    model: str, data: str, fits_the_model: str, fits_the_data: str
+):
+    message = _error([f"model={model}", f"data={data}"])
+    assert message.startswith(f"model={model} trains on "), message
+    assert f"but data={data} gives " in message
+    assert f"data options that fit it: {fits_the_model};" in message
+    assert message.endswith(f"model options that fit data={data}: {fits_the_data}")
+
+
+def test_every_option_it_suggests_does_fit():
+    """The options a message names pass the check themselves (they may still need the user's
+    input, such as BEIR's folder)."""
+    message = _error(["model=colbert", "data=stdlib_text"])
+    datas = message.split("data options that fit it: ")[1].split(";")[0].split(", ")
+    models = message.split("model options that fit data=stdlib_text: ")[1].split(", ")
+    for data in datas:
+        if data != "beir":  # refused for its missing folder, after the pairing passed
+            check_command_line("train", ["model=colbert", f"data={data}"])
+    for model in models:
+        check_command_line("train", [f"model={model}", "data=stdlib_text"])
+
+
+def test_every_shipped_model_and_data_option_says_what_it_takes_or_gives():
+    """Otherwise the check would pass it unchecked (a user's own option may say nothing)."""
+    for name, body in option_bodies("data").items():
+        assert gives_of(body), f"conf/data/{name}.yaml: its declaration sets no `gives`"
+    for name, body in option_bodies("model").items():
+        assert takes_of(body), f"conf/model/{name}.yaml: no declaration in it sets `takes`"
+
+
+def test_data_that_declares_no_kind_is_not_checked():
+    (config,) = check_command_line("train", [])
+    config["data"]["_target_"] = "mylab.data.Wine"  # a user's datamodule, declared nowhere
+    config["model"]["_target_"] = "research.tasks.retrieval.RetrievalModule"
+    check_pairing(config)
+
+
+def test_a_model_edited_on_the_command_line_is_named_by_its_path_and_target():
+    message = _error(["model._target_=research.tasks.masked_lm.MaskedLMModule", "model.net=null"])
+    assert message.startswith("model (research.tasks.masked_lm.MaskedLMModule) trains on ")
+
+
+def test_a_missing_fact_names_the_options_that_have_it():
+    message = _error(["model=transformer_mlm", "data=synthetic_recall"])
+    assert message == (
+        "model.net.max_len reads data.max_len, which data=synthetic_recall does not have; data "
+        "options that have it: hf_text, stdlib_modules, stdlib_text, synthetic_listops"
+    )

@@ -18,8 +18,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from research.config.compose import group_options
-from research.config.paths import config_dir
+from research.config.paths import config_dir, group_options
 from research.config.registry import declaration
 from research.config.validate import complete
 

@@ -21,10 +21,9 @@ from hydra.errors import HydraException
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from research.config.compose import group_options
 from research.config.errors import ConfigError, one_line
 from research.config.names import check_overrides, check_segment
-from research.config.paths import config_dir
+from research.config.paths import config_dir, group_options
 from research.config.schema import MAX_SEED
 
 KEYS = ("base", "variants", "axes", "seeds", "tags", "metrics", "baseline")

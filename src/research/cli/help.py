@@ -9,10 +9,10 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from research.config.compose import compose_all, group_options
+from research.config.compose import compose_all
 from research.config.describe import class_doc, describe
 from research.config.errors import ConfigError
-from research.config.paths import config_dir
+from research.config.paths import config_dir, group_options
 from research.config.registry import declaration
 from research.config.validate import complete
 

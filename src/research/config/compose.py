@@ -34,12 +34,6 @@ from research.config.validate import validate
 GRAMMAR = "https://hydra.cc/docs/advanced/override_grammar/basic/"
 
 
-def group_options(group: str) -> list[str]:
-    """The option names of a config group (its YAML files), sorted."""
-    folder = config_dir() / group
-    return sorted(p.stem for p in folder.glob("*.yaml")) if folder.is_dir() else []
-
-
 @contextmanager
 def _hydra() -> Iterator[None]:
     """Hydra initialized on research's configs (its config loader lists group options)."""
@@ -132,6 +126,18 @@ def _line_of(overrides: Sequence[str], key: str) -> str:
     )
 
 
+def _alike(key: str, keys: list[str]) -> list[str]:
+    """The keys whose last part is spelled like `key`'s: a long shared path alone made
+    `model.net.nope` look like `model.net` or `model.net.dropout`."""
+    leaf = key.rpartition(".")[2]
+    return [
+        k
+        for k in keys
+        if not key.startswith(f"{k}.")
+        and difflib.SequenceMatcher(None, leaf, k.rpartition(".")[2]).ratio() >= 0.75
+    ]
+
+
 def _unknown_key(config_name: str, overrides: list[str], key: str) -> str:
     """An override of a key the config does not have: the closest key or config group (a typo
     in `model=...` is one), and what the parent node has, composed with the command line's
@@ -151,7 +157,7 @@ def _unknown_key(config_name: str, overrides: list[str], key: str) -> str:
     keys = [*groups, *_dotted_keys(OmegaConf.to_container(cfg, resolve=False))]
     if line.startswith("~") and key in keys:  # Hydra cannot delete a null or ??? value
         return f"{line}: {key} has no value to remove; set one with {key}=<value> if need be"
-    close = difflib.get_close_matches(key, keys, n=1, cutoff=0.75)
+    close = difflib.get_close_matches(key, _alike(key, keys), n=1, cutoff=0.75)
     message = f"{line}: no such key or config group" if "." not in key else f"{line}: no such key"
     message += f"; did you mean {close[0]}?" if close else ""
     parent = key

@@ -19,6 +19,12 @@ def config_dir() -> Path:
     return Path(env) if env else Path(__file__).resolve().parents[1] / "conf"
 
 
+def group_options(group: str) -> list[str]:
+    """The option names of a config group (its YAML files), sorted."""
+    folder = config_dir() / group
+    return sorted(p.stem for p in folder.glob("*.yaml")) if folder.is_dir() else []
+
+
 @cache
 def _say_once(message: str) -> None:
     print(message, file=sys.stderr)

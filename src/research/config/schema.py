@@ -48,6 +48,10 @@ class Schema:
     required: ClassVar[tuple[str, ...]] = ()
     # Keys the run applies itself and keeps from the target (a setting torch has, not the class).
     applied_by_run: ClassVar[tuple[str, ...]] = ()
+    # A datamodule: the kind of batch its loaders yield (a name from research.config.batches).
+    gives: ClassVar[str | None] = None
+    # A task or network: the kinds of batch it can train on; () takes whatever the data gives.
+    takes: ClassVar[tuple[str, ...]] = ()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

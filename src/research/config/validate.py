@@ -11,12 +11,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict
-from omegaconf.errors import OmegaConfBaseException
+from omegaconf.errors import InterpolationKeyError, OmegaConfBaseException
 
 from research import compat
 from research.config.devices import check_devices, check_strategy
 from research.config.errors import ConfigError, one_line
 from research.config.names import check_config_names
+from research.config.pairing import check_pairing, missing_key
 from research.config.registry import declaration
 from research.config.schema import check_node, walk_targets
 
@@ -82,16 +83,26 @@ def complete(cfg: DictConfig) -> DictConfig:
     return completed
 
 
-def resolve(cfg: DictConfig) -> dict[str, Any]:
-    """The completed config as plain containers with interpolations resolved (Hydra's own node
+def unresolved(cfg: DictConfig) -> dict[str, Any]:
+    """The completed config as plain containers, interpolations kept (Hydra's own node
     dropped)."""
     plain = OmegaConf.to_container(complete(cfg), resolve=False)
     assert isinstance(plain, dict)
     plain.pop("hydra", None)
+    return plain  # type: ignore[return-value]
+
+
+def resolve(cfg: DictConfig | dict[str, Any]) -> dict[str, Any]:
+    """The completed config as plain containers with interpolations resolved (Hydra's own node
+    dropped); `cfg` may be what `unresolved` returned."""
+    plain = cfg if isinstance(cfg, dict) else unresolved(cfg)
     try:
         resolved = OmegaConf.to_container(
             OmegaConf.create(plain), resolve=True, throw_on_missing=True
         )
+    except InterpolationKeyError as err:
+        reader = str(err.full_key or "a key")
+        raise ConfigError(missing_key(str(err), reader, plain) or one_line(err)) from None
     except OmegaConfBaseException as err:
         raise ConfigError(one_line(err)) from None
     assert isinstance(resolved, dict)
@@ -137,7 +148,9 @@ def validate(cfg: DictConfig, entry: str = "train") -> dict[str, Any]:
     run_schema = declaration(f"@{entry}")
     assert run_schema is not None
     _check_required(cfg, run_schema.required, entry)
-    resolved = resolve(cfg)
+    plain = unresolved(cfg)
+    check_pairing(plain)
+    resolved = resolve(plain)
     run_fields = run_schema.__dataclass_fields__
     check_node("", {k: v for k, v in resolved.items() if k in run_fields}, run_schema)
     checked = []

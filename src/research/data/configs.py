@@ -11,6 +11,13 @@ from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
 
+from research.config.batches import (
+    LABELLED_IMAGES,
+    LABELLED_SEQUENCES,
+    QUERIES_AND_DOCUMENTS,
+    TOKEN_BLOCKS,
+    TOKEN_WINDOWS,
+)
 from research.config.schema import MAX_SEED, Schema, fail, spec
 
 # ListOps' vocabulary and classes are fixed by the task (research.data.listops.TOKENS): PAD, the
@@ -56,6 +63,7 @@ class ImageDataConfig(FractionsConfig):
         "research.data.vision.FashionMNISTDataModule",
         "research.data.vision.CIFAR10DataModule",
     )
+    gives = LABELLED_IMAGES
     batch_size: int = spec(64, ge=1)
     """Examples per batch, in every split's loader."""
     normalize: bool = True
@@ -78,6 +86,7 @@ class AssociativeRecallConfig(LoaderConfig):
     config reads, accepted here and derived from num_keys and num_values by the datamodule."""
 
     targets = ("research.data.recall.AssociativeRecallDataModule",)
+    gives = LABELLED_SEQUENCES
     num_pairs: int = spec(8, ge=1)
     """Key-value pairs per training sequence, which is 2 x num_pairs + 1 tokens long."""
     num_keys: int = spec(32, ge=1)
@@ -112,6 +121,7 @@ class ListOpsConfig(LoaderConfig):
     longer band up to the next of eval_max_lens."""
 
     targets = ("research.data.listops.ListOpsDataModule",)
+    gives = LABELLED_SEQUENCES
     max_depth: int = spec(4, ge=1)
     """Most operators nested in one expression."""
     max_args: int = spec(5, ge=2)
@@ -153,6 +163,7 @@ class StdlibTextConfig(FractionsConfig):
     """Stdlib docstrings as token blocks for MLM (research.data.stdlib_text)."""
 
     targets = ("research.data.stdlib_text.StdlibTextDataModule",)
+    gives = TOKEN_BLOCKS
     vocab_size: int = spec(8000, ge=100)
     """Size of the WordPiece vocabulary trained on the corpus (each size is cached apart)."""
     max_len: int = spec(128, ge=8)
@@ -166,6 +177,7 @@ class StdlibModulesConfig(FractionsConfig):
     """Docstring -> its top-level stdlib module (research.data.stdlib_modules)."""
 
     targets = ("research.data.stdlib_modules.StdlibModulesDataModule",)
+    gives = LABELLED_SEQUENCES
     vocab_size: int = spec(8000, ge=100)
     """Picks the stdlib_text WordPiece tokenizer of this size, which this task shares."""
     num_classes: int = spec(10, ge=2)
@@ -183,6 +195,7 @@ class HFTextConfig(LoaderConfig):
     """A text-classification dataset through datasets.load_dataset (research.data.hf_text)."""
 
     targets = ("research.data.hf_text.HFTextDataModule",)
+    gives = LABELLED_SEQUENCES
     name: str = "ag_news"
     """What datasets.load_dataset loads: a hub dataset (needs network) or a builder (json, csv)."""
     data_files: Any = None
@@ -212,6 +225,7 @@ class LanguageModelDataConfig(FractionsConfig):
     windows of `context` tokens; evaluated at `context` and at each of `eval_lengths`, every
     length over the same first `eval_tokens` held-out tokens."""
 
+    gives = TOKEN_WINDOWS
     vocab_size: int = spec(8000, ge=300)
     """Size of the byte-level BPE vocabulary trained on train (it starts from the 256 bytes)."""
     context: int = spec(128, ge=2)
@@ -276,6 +290,7 @@ class RetrievalDataConfig(LoaderConfig):
     """What every retrieval datamodule takes: negatives, subsets, the eval corpus
     (research.data.beir.datamodule.RetrievalDataModule)."""
 
+    gives = QUERIES_AND_DOCUMENTS
     data_dir: str = "data"
     """Folder of this project's caches (mined BM25 negatives, built datasets), not the dataset's."""
     n_negatives: int = spec(1, ge=0)

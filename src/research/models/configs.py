@@ -10,6 +10,7 @@ from __future__ import annotations
 import typing
 from dataclasses import dataclass
 
+from research.config.batches import LABELLED_IMAGES, LABELLED_SEQUENCES
 from research.config.schema import Schema, fail, spec
 
 NORMS = ("post", "pre")
@@ -100,6 +101,7 @@ class CNNConfig(Schema):
     """Conv blocks (each halves the image) then an MLP head; see research.models.cnn."""
 
     targets = ("research.models.cnn.CNN",)
+    takes = (LABELLED_IMAGES,)
     in_channels: int = spec(1, ge=1)
     """Channels of the input images (1 for greyscale, 3 for RGB)."""
     image_size: int = spec(8, ge=1)
@@ -214,6 +216,7 @@ class SequenceClassifierConfig(EncoderConfig):
     """The encoder plus a linear head on one pooled vector per sequence."""
 
     targets = ("research.models.transformer.SequenceClassifier",)
+    takes = (LABELLED_SEQUENCES,)
     num_classes: int = spec(2, ge=2)
     """Outputs of the head: one logit per class."""
     pooling: str = spec("mean", choices=POOLINGS)

@@ -9,6 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from research.config.batches import (
+    LABELLED_IMAGES,
+    LABELLED_SEQUENCES,
+    QUERIES_AND_DOCUMENTS,
+    TOKEN_BLOCKS,
+    TOKEN_WINDOWS,
+)
 from research.config.schema import Schema, fail, spec
 from research.retrieval.configs import check_search
 
@@ -44,6 +51,7 @@ class ClassificationConfig(TaskConfig):
     """Classification of anything a network maps to logits; logs loss, accuracy, best val/acc."""
 
     targets = ("research.tasks.classification.ClassificationModule",)
+    takes = (LABELLED_IMAGES, LABELLED_SEQUENCES)
     passthrough = ("net",)
     num_classes: int = spec(10, ge=2)
     """Classes the accuracy metrics count; the network's number of outputs."""
@@ -62,6 +70,7 @@ class MaskedLMConfig(TaskConfig):
     """Masked language modelling with BERT's 80/10/10 corruption; scored on masked tokens only."""
 
     targets = ("research.tasks.masked_lm.MaskedLMModule",)
+    takes = (TOKEN_BLOCKS, LABELLED_SEQUENCES)  # the labels are not read
     passthrough = ("net",)
     mask_rate: float = spec(0.15, gt=0.0, lt=1.0)
     """Fraction of real tokens chosen for prediction: 80% become [MASK], 10% random, 10% kept."""
@@ -79,6 +88,7 @@ class CausalLMConfig(TaskConfig):
     """Next-token language modelling; logs loss, perplexity (and bits per byte) per length."""
 
     targets = ("research.tasks.causal_lm.CausalLMModule",)
+    takes = (TOKEN_WINDOWS,)
     passthrough = ("net",)
     init_from: str | None = None
     """A Lightning checkpoint whose network weights start this run (fine-tuning), or null."""
@@ -94,6 +104,7 @@ class RetrievalConfig(TaskConfig):
     """Trains a late-interaction retriever; evaluation indexes the corpus and searches it."""
 
     targets = ("research.tasks.retrieval.RetrievalModule",)
+    takes = (QUERIES_AND_DOCUMENTS,)
     passthrough = ("net",)
     search: dict = field(default_factory=lambda: {"kind": "exact", "k": 100})
     """The evaluation index: kind (exact, voyager, plaid), its parameters, and k, the depth of the

@@ -1,0 +1,118 @@
+"""Whether the model can train on the data, checked before anything runs or is written.
+
+A data declaration names the kind of batch it gives, a task or network declaration the kinds it
+takes (`research.config.batches`). Without this check `model=colbert` on the default digits
+composed, made its run dir and W&B run and failed in its first step with an AttributeError, and
+a model reading a fact the data lacks (`${data.vocab_size}` on digits) stopped with OmegaConf's
+"Interpolation key ... not found". Here both are one line naming the options that fit.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Any
+
+from omegaconf import OmegaConf
+
+from research.config.errors import ConfigError
+from research.config.paths import config_dir, group_options
+from research.config.registry import declaration
+from research.config.schema import Schema, walk_targets
+
+_MISSING_KEY = re.compile(r"Interpolation key '(\w+)\.(\w+)[\w.]*' not found")
+
+
+def _declared(node: dict[str, Any]) -> type[Schema] | None:
+    target = node.get("_target_")
+    return declaration(target) if isinstance(target, str) and "${" not in target else None
+
+
+def gives_of(node: Any) -> str | None:
+    """The kind of batch a data node's declaration says it gives; None where it says none."""
+    schema = _declared(node) if isinstance(node, dict) else None
+    return schema.gives if schema else None
+
+
+def takes_of(node: Any) -> list[tuple[str, ...]]:
+    """What each declared node under `node` takes (those that take anything given left out)."""
+    found = [_declared(n) for _, n in walk_targets(node)]
+    return [schema.takes for schema in found if schema is not None and schema.takes]
+
+
+def option_bodies(group: str) -> dict[str, dict[str, Any]]:
+    """Each option of a config group as its YAML file holds it, interpolations unresolved."""
+    bodies = {}
+    for option in group_options(group):
+        body = OmegaConf.to_container(OmegaConf.load(config_dir() / group / f"{option}.yaml"))
+        bodies[option] = body if isinstance(body, dict) else {}
+    return bodies
+
+
+def option_keys(body: dict[str, Any]) -> set[str]:
+    """The keys an option has: its YAML's, and its declaration's (the config source fills the
+    declared ones in as it reads the file)."""
+    schema = _declared(body)
+    return set(body) | ({f.name for f in dataclasses.fields(schema)} if schema else set())
+
+
+def fits(takes: list[tuple[str, ...]], gives: str | None) -> bool:
+    """Whether nodes that take `takes` can train on data that gives `gives` (unknown: yes)."""
+    return gives is None or all(gives in kinds for kinds in takes)
+
+
+def _named(group: str, node: Any) -> str:
+    """`group=<option>` for the option whose targets `node` has, else the group's path and
+    target (an option edited on the command line, or a config from elsewhere)."""
+    targets = sorted(str(n["_target_"]) for _, n in walk_targets(node))
+    for option, body in option_bodies(group).items():
+        if targets and sorted(str(n["_target_"]) for _, n in walk_targets(body)) == targets:
+            return f"{group}={option}"
+    target = node.get("_target_") if isinstance(node, dict) else None
+    return f"{group} ({target})" if target else group
+
+
+def _taken(node: Any) -> tuple[str, ...] | None:
+    """The kinds of batch every declared node under `node` takes (a task and its network), or
+    None where none says."""
+    takes = takes_of(node)
+    if not takes:
+        return None
+    return tuple(kind for kind in takes[0] if all(kind in kinds for kinds in takes[1:]))
+
+
+def check_pairing(config: dict[str, Any]) -> None:
+    """Refuse, in one line, a config whose task or network cannot take the kind of batch its
+    data gives. `config` is the composed config as plain containers, unresolved."""
+    data = config.get("data")
+    gives = gives_of(data)
+    if gives is None:
+        return
+    for group, node in config.items():
+        takes = _taken(node) if group != "data" else None
+        if takes is None or gives in takes:
+            continue
+        data_name = _named("data", data)
+        datas = [o for o, body in option_bodies("data").items() if gives_of(body) in takes]
+        bodies = option_bodies(group)
+        models = [o for o, body in bodies.items() if takes_of(body) and fits(takes_of(body), gives)]
+        raise ConfigError(
+            f"{_named(group, node)} trains on {' or '.join(takes) or 'no kind of data'}, but "
+            f"{data_name} gives {gives}; data options that fit it: {', '.join(datas) or 'none'}; "
+            f"{group} options that fit {data_name}: {', '.join(models) or 'none'}"
+        )
+
+
+def missing_key(message: str, reader: str, config: dict[str, Any]) -> str | None:
+    """A one-line message for OmegaConf's "Interpolation key 'data.vocab_size' not found", read
+    by the config key `reader`: which option lacks the key and which options have it. None
+    when the key's first part is not a config group."""
+    found = _MISSING_KEY.search(message)
+    if found is None or not (config_dir() / found.group(1)).is_dir():
+        return None
+    group, key = found.groups()
+    having = [o for o, body in option_bodies(group).items() if key in option_keys(body)]
+    return (
+        f"{reader} reads {group}.{key}, which {_named(group, config.get(group))} does not have; "
+        f"{group} options that have it: {', '.join(having) or 'none'}"
+    )
