@@ -57,9 +57,9 @@ CASES = [
     # A model on data it cannot use: ColBERT on digits made a run dir, then an AttributeError.
     (
         ["model=colbert"],
-        "model=colbert trains on queries with their documents, but data=digits gives labelled "
-        "images; data options that fit it: beir, stdlib_codesearch; model options that fit "
-        "data=digits: cnn",
+        "model=colbert takes queries with their documents, but data=digits gives labelled "
+        "images; model options that fit data=digits: cnn; data options that fit it: beir, "
+        "stdlib_codesearch",
     ),
     (
         ["model=transformer_mlm", "data=synthetic_recall"],

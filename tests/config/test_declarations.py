@@ -31,8 +31,8 @@ from research.config.schema import plain, walk_targets
 from research.config.validate import resolve, validate
 
 # Groups whose options only change Hydra's own node (sweeper, launcher) or hold ablation files;
-# model and data options are composed in pairs.
-NOT_ON_THE_RUN = {"hydra", "paths", "ablation", "experiment", "model", "data"}
+# model, data and loss options are composed together.
+NOT_ON_THE_RUN = {"hydra", "paths", "ablation", "experiment", "model", "data", "loss"}
 _READS_DATA = re.compile(r"\$\{data\.(\w+)")
 
 
@@ -103,16 +103,28 @@ def test_every_model_and_data_option_pairs_with_another():
         )
 
 
+def _loss_overrides(loss: str) -> list[str]:
+    """`loss=<loss>`, with the teacher scores distillation needs (the file is read only when the
+    data is set up)."""
+    return [f"loss={loss}", *(["data.distillation_file=teacher.jsonl"] * (loss == "distillation"))]
+
+
 def _command_lines() -> list[list[str]]:
-    """The default config, every model and data option (each with a partner it fits), and every
-    option of the other run groups on the default config (test_run_ids composes every
-    experiment)."""
+    """The default config, every model and data option (each with a partner it fits and a loss
+    for that data), every loss option (with data it fits), and every option of the other run
+    groups on the default config (test_run_ids composes every experiment)."""
     pairs = model_data_pairs()
+    datas, losses = option_bodies("data"), option_bodies("loss")
+    combos = [(m, ds[0]) for m, ds in pairs.items()]
+    combos += [(next(m for m, ds in pairs.items() if d in ds), d) for d in datas]
     lines: list[list[str]] = [[]]
-    lines += [[f"model={m}", f"data={datas[0]}"] for m, datas in pairs.items()]
-    for data in group_options("data"):
-        model = next(m for m, datas in pairs.items() if data in datas)
-        lines.append([f"model={model}", f"data={data}"])
+    for model, data in combos:
+        gives = gives_of(datas[data])
+        loss = next(name for name, body in losses.items() if fits(takes_of(body), gives))
+        lines.append([f"model={model}", f"data={data}", *_loss_overrides(loss)])
+    for loss, body in losses.items():
+        model, data = next((m, d) for m, d in combos if fits(takes_of(body), gives_of(datas[d])))
+        lines.append([f"model={model}", f"data={data}", *_loss_overrides(loss)])
     for folder in sorted(p for p in config_dir().iterdir() if p.is_dir()):
         if folder.name not in NOT_ON_THE_RUN:
             lines += [[f"{folder.name}={option}"] for option in group_options(folder.name)]

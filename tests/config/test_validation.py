@@ -215,31 +215,61 @@ def test_a_model_on_data_of_another_kind_names_what_fits_either(
     model: str, data: str, fits_the_model: str, fits_the_data: str
 ):
     message = _error([f"model={model}", f"data={data}"])
-    assert message.startswith(f"model={model} trains on "), message
+    assert message.startswith(f"model={model} takes "), message
     assert f"but data={data} gives " in message
-    assert f"data options that fit it: {fits_the_model};" in message
-    assert message.endswith(f"model options that fit data={data}: {fits_the_data}")
+    assert f"; model options that fit data={data}: {fits_the_data};" in message
+    assert message.endswith(f"; data options that fit it: {fits_the_model}")
 
 
 def test_every_option_it_suggests_does_fit():
     """The options a message names pass the check themselves (they may still need the user's
     input, such as BEIR's folder)."""
     message = _error(["model=colbert", "data=stdlib_text"])
-    datas = message.split("data options that fit it: ")[1].split(";")[0].split(", ")
-    models = message.split("model options that fit data=stdlib_text: ")[1].split(", ")
+    datas = message.split("data options that fit it: ")[1].split(", ")
+    models = message.split("model options that fit data=stdlib_text: ")[1].split(";")[0].split(", ")
     for data in datas:
         if data != "beir":  # refused for its missing folder, after the pairing passed
-            check_command_line("train", ["model=colbert", f"data={data}"])
+            check_command_line("train", ["model=colbert", "loss=contrastive", f"data={data}"])
     for model in models:
         check_command_line("train", [f"model={model}", "data=stdlib_text"])
 
 
-def test_every_shipped_model_and_data_option_says_what_it_takes_or_gives():
+def test_a_loss_for_another_kind_of_data_names_the_losses_that_fit():
+    message = _error(["model=colbert", "data=stdlib_codesearch"])  # the default cross-entropy
+    assert message.startswith("loss=cross_entropy takes labelled images, ")
+    assert "; loss options that fit data=stdlib_codesearch: contrastive, distillation;" in message
+
+
+@pytest.mark.parametrize(
+    ("overrides", "expected"),
+    [
+        (
+            ["loss=distillation"],
+            "loss=distillation needs teacher scores, and the data gives none; set "
+            "data.distillation_file=<their JSON lines file>, or choose loss=contrastive",
+        ),
+        (
+            ["data.distillation_file=teacher.jsonl"],
+            "data.distillation_file=teacher.jsonl gives teacher scores, which only "
+            "loss=distillation trains on; choose it, or set data.distillation_file=null",
+        ),
+    ],
+)
+def test_teacher_scores_and_the_distillation_loss_come_together(
+    overrides: list[str], expected: str
+):
+    """Either alone failed in the first training step: the loss missing an argument, or given
+    one it does not take."""
+    assert _error(["experiment=colbert_stdlib", *overrides]) == expected
+
+
+def test_every_shipped_model_data_and_loss_option_says_what_it_takes_or_gives():
     """Otherwise the check would pass it unchecked (a user's own option may say nothing)."""
     for name, body in option_bodies("data").items():
         assert gives_of(body), f"conf/data/{name}.yaml: its declaration sets no `gives`"
-    for name, body in option_bodies("model").items():
-        assert takes_of(body), f"conf/model/{name}.yaml: no declaration in it sets `takes`"
+    for group in ("model", "loss"):
+        for name, body in option_bodies(group).items():
+            assert takes_of(body), f"conf/{group}/{name}.yaml: no declaration in it sets `takes`"
 
 
 def test_data_that_declares_no_kind_is_not_checked():
@@ -251,7 +281,7 @@ def test_data_that_declares_no_kind_is_not_checked():
 
 def test_a_model_edited_on_the_command_line_is_named_by_its_path_and_target():
     message = _error(["model._target_=research.tasks.masked_lm.MaskedLMModule", "model.net=null"])
-    assert message.startswith("model (research.tasks.masked_lm.MaskedLMModule) trains on ")
+    assert message.startswith("model (research.tasks.masked_lm.MaskedLMModule) takes ")
 
 
 def test_a_missing_fact_names_the_options_that_have_it():

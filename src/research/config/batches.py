@@ -1,6 +1,7 @@
 """The kinds of batch a datamodule's loaders yield, named once: a data declaration says which
-one it gives (`Schema.gives`), a task or network declaration which ones it can train on
-(`Schema.takes`), and `research.config.pairing` refuses a model paired with data it cannot use.
+one it gives (`Schema.gives`), a task, network or loss declaration which ones it can take
+(`Schema.takes`), and `research.config.pairing` refuses a model or loss paired with data it
+cannot use.
 Each name is what the error message says."""
 
 from __future__ import annotations

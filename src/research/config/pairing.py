@@ -1,7 +1,7 @@
 """Whether the model can train on the data, checked before anything runs or is written.
 
-A data declaration names the kind of batch it gives, a task or network declaration the kinds it
-takes (`research.config.batches`). Without this check `model=colbert` on the default digits
+A data declaration names the kind of batch it gives, a task, network or loss declaration the
+kinds it takes (`research.config.batches`). Without this check `model=colbert` on the default digits
 composed, made its run dir and W&B run and failed in its first step with an AttributeError, and
 a model reading a fact the data lacks (`${data.vocab_size}` on digits) stopped with OmegaConf's
 "Interpolation key ... not found". Here both are one line naming the options that fit.
@@ -82,8 +82,8 @@ def _taken(node: Any) -> tuple[str, ...] | None:
 
 
 def check_pairing(config: dict[str, Any]) -> None:
-    """Refuse, in one line, a config whose task or network cannot take the kind of batch its
-    data gives. `config` is the composed config as plain containers, unresolved."""
+    """Refuse, in one line, a config whose task, network or loss cannot take the kind of batch
+    its data gives. `config` is the composed config as plain containers, unresolved."""
     data = config.get("data")
     gives = gives_of(data)
     if gives is None:
@@ -97,10 +97,17 @@ def check_pairing(config: dict[str, Any]) -> None:
         bodies = option_bodies(group)
         models = [o for o, body in bodies.items() if takes_of(body) and fits(takes_of(body), gives)]
         raise ConfigError(
-            f"{_named(group, node)} trains on {' or '.join(takes) or 'no kind of data'}, but "
-            f"{data_name} gives {gives}; data options that fit it: {', '.join(datas) or 'none'}; "
-            f"{group} options that fit {data_name}: {', '.join(models) or 'none'}"
+            f"{_named(group, node)} takes {_either(takes)}, but {data_name} gives {gives}; "
+            f"{group} options that fit {data_name}: {', '.join(models) or 'none'}; data options "
+            f"that fit it: {', '.join(datas) or 'none'}"
         )
+
+
+def _either(kinds: tuple[str, ...]) -> str:
+    """`a, b or c`."""
+    if not kinds:
+        return "no kind of data"
+    return " or ".join([", ".join(kinds[:-1]), kinds[-1]] if len(kinds) > 1 else kinds)
 
 
 def missing_key(message: str, reader: str, config: dict[str, Any]) -> str | None:

@@ -50,7 +50,7 @@ class Schema:
     applied_by_run: ClassVar[tuple[str, ...]] = ()
     # A datamodule: the kind of batch its loaders yield (a name from research.config.batches).
     gives: ClassVar[str | None] = None
-    # A task or network: the kinds of batch it can train on; () takes whatever the data gives.
+    # A task, network or loss: the kinds of batch it can take; () takes whatever the data gives.
     takes: ClassVar[tuple[str, ...]] = ()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
