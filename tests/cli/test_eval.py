@@ -54,14 +54,32 @@ def test_train_false_tests_the_checkpoint_ckpt_path_names(finished_run: Path, wo
     assert metrics(tested)["final"]["test/acc"] == pytest.approx(trained["test/acc"], abs=1e-6)
 
 
-def test_eval_of_a_corrupt_checkpoint_fails_in_one_line(finished_run: Path, workdir: Path):
+def test_eval_of_a_corrupt_checkpoint_is_refused_before_an_eval_run_dir_exists(
+    finished_run: Path, workdir: Path
+):
     copy = workdir / "copy"
     shutil.copytree(finished_run, copy)
-    (copy / "checkpoints" / "best.ckpt").write_bytes(b"not a checkpoint")
+    best = copy / "checkpoints" / "best.ckpt"
+    best.write_bytes(b"not a checkpoint")
     done = run_cli("research-eval", f"run_dir={copy}", cwd=workdir)
+    assert done.returncode == 2
+    assert done.stderr.strip() == (
+        f"research-eval: error: ckpt=best: {best}: not a checkpoint (torch.save writes a zip "
+        "archive); give another .ckpt file"
+    )
+    assert not run_dirs(workdir, task="eval")
+
+
+def test_eval_of_a_torch_file_that_is_not_a_lightning_checkpoint_fails_in_one_line(
+    finished_run: Path, workdir: Path
+):
+    """torch.save's format, so only loading it finds out: the evaluation fails and says why."""
+    weights = workdir / "weights.pt"
+    torch.save({"weight": torch.zeros(2)}, weights)
+    done = run_cli("research-eval", f"run_dir={finished_run}", f"ckpt={weights}", cwd=workdir)
     assert done.returncode == 1
     (line,) = [ln for ln in done.stderr.splitlines() if ln.startswith("research-eval:")]
-    assert "is not a readable Lightning checkpoint" in line
+    assert f"checkpoint {weights} has no state_dict; it is not a Lightning .ckpt" in line
     assert metrics(run_dirs(workdir, task="eval")[0])["status"] == "failed"
 
 

@@ -7,6 +7,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import torch
 
 from research.tracking.wandb_reader import read_offline_run
 from tests.helpers.cli import BIN, FAST, cli_env, metrics, run_cli, wandb_written
@@ -23,7 +24,9 @@ def sweep_jobs(root: Path) -> tuple[Path, list[Path]]:
 @pytest.fixture(scope="module")
 def mixed_sweep(tmp_path_factory: pytest.TempPathFactory) -> tuple[object, Path]:
     root = tmp_path_factory.mktemp("sweep")
-    (root / "corrupt.ckpt").write_bytes(b"not a checkpoint")
+    # torch.save's format (the command line's check passes it) without a state_dict: the job
+    # that resumes from it fails when it loads it.
+    torch.save({"weights": torch.zeros(1)}, root / "corrupt.ckpt")
     done = run_cli(
         "research-train",
         "-m",
@@ -53,7 +56,7 @@ def test_failed_jobs_set_the_exit_code_and_the_summary(mixed_sweep):
         1,
     )
     assert "sweep: 1/4 jobs completed, 2 failed, 1 diverged" in done.stdout
-    assert "is not a readable Lightning checkpoint" in metrics(jobs[1])["error"]
+    assert "has no state_dict; it is not a Lightning .ckpt" in metrics(jobs[1])["error"]
 
 
 def test_every_job_has_its_own_wandb_run(mixed_sweep):

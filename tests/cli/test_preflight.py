@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import subprocess
+import zipfile
 from pathlib import Path
 
 import pytest
+import torch
 from omegaconf import OmegaConf
 
 from research.config.compose import compose_all
-from research.run.preflight import AVAILABLE
+from research.run.preflight import AVAILABLE, not_a_checkpoint
 from tests.helpers.cli import run_cli
 from tests.helpers.read_only import read_only
 
@@ -27,6 +29,38 @@ def test_a_missing_resume_file_is_refused_before_a_run_dir_exists(workdir: Path)
     line = _refused(run_cli("research-train", "ckpt_path=last", cwd=workdir))
     assert "ckpt_path=last: no unfinished run with run id" in line
     assert not (workdir / "logs").exists()
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        (b"not a checkpoint", "not a checkpoint (torch.save writes a zip archive)"),
+        (None, "a zip archive, but not a checkpoint (torch.save writes <folder>/data.pkl in it)"),
+    ],
+)
+def test_a_resume_file_that_is_no_checkpoint_is_refused_before_a_run_dir_exists(
+    workdir: Path, content: bytes | None, problem: str
+):
+    """Found only when Lightning loaded it, after the run dir and the W&B run were made."""
+    resume = workdir / "resume.ckpt"
+    if content is None:
+        with zipfile.ZipFile(resume, "w") as archive:
+            archive.writestr("notes.txt", "a zip of something else")
+    else:
+        resume.write_bytes(content)
+    line = _refused(run_cli("research-train", f"ckpt_path={resume}", cwd=workdir))
+    assert f"ckpt_path={resume}: {problem}; give a .ckpt file" in line
+    assert not (workdir / "logs").exists()
+
+
+@pytest.mark.parametrize("zipfile_format", [True, False])
+def test_every_file_torch_save_writes_passes_the_checkpoint_check(
+    tmp_path: Path, zipfile_format: bool
+):
+    """The check reads the format only: torch.save's zip archive, or its legacy format."""
+    saved = tmp_path / "saved.ckpt"
+    torch.save({"state_dict": {}}, saved, _use_new_zipfile_serialization=zipfile_format)
+    assert not_a_checkpoint(saved) is None
 
 
 def test_a_log_dir_that_is_a_file_is_refused(workdir: Path):

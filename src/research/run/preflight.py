@@ -11,6 +11,7 @@ import json
 import os
 import platform
 import tempfile
+import zipfile
 from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
@@ -23,16 +24,42 @@ from research.config.saved_run import SAVED_CONFIG
 from research.tracking.identity import NOT_IDENTITY, NOT_IDENTITY_NESTED, run_id
 from research.tracking.run_dir import CHECKPOINT_DIR, STARTED_FILE, read_metrics
 
+# What `torch.save(..., _use_new_zipfile_serialization=False)` files start with: pickle
+# protocol 2, then torch's magic number as a 10-byte long.
+LEGACY_TORCH_SAVE = b"\x80\x02\x8a\x0a"
+
+
+def not_a_checkpoint(path: Path) -> str | None:
+    """Why `path` cannot be a file `torch.save` wrote, or None: a zip archive with one folder
+    holding `data.pkl` (or the legacy format). Only the archive's index is read, so a resume or
+    an evaluation given another file fails before its run dir exists, not after it started."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            names = archive.namelist()
+    except zipfile.BadZipFile:
+        with path.open("rb") as file:
+            legacy = file.read(len(LEGACY_TORCH_SAVE)) == LEGACY_TORCH_SAVE
+        return None if legacy else "not a checkpoint (torch.save writes a zip archive)"
+    except OSError as err:
+        return f"unreadable ({err.strerror or err})"
+    if not any(name.count("/") == 1 and name.endswith("/data.pkl") for name in names):
+        return "a zip archive, but not a checkpoint (torch.save writes <folder>/data.pkl in it)"
+    return None
+
 
 def check_ckpt_path(config: dict[str, Any]) -> None:
-    """A resume file must exist (`last` is looked up by the CLI, null starts fresh)."""
+    """A resume file must exist and be a checkpoint (`last` is looked up by the CLI, null
+    starts fresh)."""
     ckpt = config.get("ckpt_path")
-    if ckpt in (None, "last") or Path(ckpt).expanduser().is_file():
+    if ckpt in (None, "last"):
         return
-    raise ConfigError(
-        f"ckpt_path={ckpt}: no such file; give a .ckpt file, `last` (this config's newest "
-        "unfinished run) or null (start fresh)"
-    )
+    path = Path(ckpt).expanduser()
+    problem = not_a_checkpoint(path) if path.is_file() else "no such file"
+    if problem is not None:
+        raise ConfigError(
+            f"ckpt_path={ckpt}: {problem}; give a .ckpt file, `last` (this config's newest "
+            "unfinished run) or null (start fresh)"
+        )
 
 
 def check_writable(folder: Path, key: str) -> None:
@@ -197,8 +224,9 @@ def eval_checkpoint(run_dir: Path, which: str) -> Path:
     `last`; or a file path."""
     if which not in ("best", "last"):
         path = Path(which).expanduser().resolve()
-        if not path.is_file():
-            raise ConfigError(f"ckpt={which}: no such file; choose best, last or a .ckpt file")
+        problem = not_a_checkpoint(path) if path.is_file() else "no such file"
+        if problem is not None:
+            raise ConfigError(f"ckpt={which}: {problem}; choose best, last or a .ckpt file")
         return path
     best = (read_metrics(run_dir) or {}).get("best")
     named = best.get("checkpoint") if isinstance(best, dict) else None
@@ -210,4 +238,7 @@ def eval_checkpoint(run_dir: Path, which: str) -> Path:
         raise ConfigError(
             f"ckpt={which}: {path} does not exist; the run saved: {', '.join(saved) or 'none'}"
         )
+    problem = not_a_checkpoint(path)
+    if problem is not None:
+        raise ConfigError(f"ckpt={which}: {path}: {problem}; give another .ckpt file")
     return path
