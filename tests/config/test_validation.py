@@ -55,6 +55,13 @@ BAD = [
     (["optimizer=adam", "optimizer.betas=[0.9,1.5]"], "optimizer.betas", ["[0, 1)"]),
     (["scheduler=cosine", "scheduler.min_lr_ratio=2"], "scheduler.min_lr_ratio=2", ["<= 1"]),
     (["model.top_k=11"], "model.top_k=11", ["<= num_classes=10"]),
+    # Each trained nothing, then tested the untrained weights and said "completed".
+    (["trainer.max_steps=0"], "trainer.max_steps=0 trains nothing", ["-1 (the default)"]),
+    (
+        ["trainer.limit_train_batches=0"],
+        "trainer.limit_train_batches=0.0 trains nothing",
+        ["null (the default) trains on every batch"],
+    ),
 ]
 
 

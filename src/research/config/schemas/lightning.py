@@ -50,7 +50,8 @@ class Trainer(Schema):
     """Stop after this many epochs; -1 trains until stopped (max_steps, max_time, a callback);
     null: 1000 unless max_steps is set. 0 is refused (it would train nothing)."""
     max_steps: int = spec(-1, ge=-1)
-    """Stop after this many optimizer steps; -1: no step limit."""
+    """Stop after this many optimizer steps; -1: no step limit. 0 is refused (it would train
+    nothing)."""
     max_time: str | dict | None = None
     """Stop after this much wall-clock time: "DD:HH:MM:SS" or a dict such as {hours: 12};
     null: no limit."""
@@ -84,7 +85,8 @@ class Trainer(Schema):
     overfit_batches: float | int = spec(0.0, ge=0)
     """Train and validate on this fraction (float) or count (int) of batches only, unshuffled."""
     limit_train_batches: float | int | None = spec(None, ge=0)
-    """Fraction (float) or number (int) of training batches per epoch, per device; null: all."""
+    """Fraction (float) or number (int) of training batches per epoch, per device; null: all.
+    0 is refused (it would train nothing)."""
     limit_val_batches: float | int | None = spec(None, ge=0)
     """Fraction (float) or number (int) of validation batches per check, per device; null: all."""
     limit_test_batches: float | int | None = spec(None, ge=0)
@@ -113,13 +115,15 @@ class Trainer(Schema):
     writes are always added."""
 
     def check(self, at: str) -> None:
-        if self.max_epochs == 0:
-            fail(
-                at,
-                "max_epochs",
-                "=0 trains nothing; to only test a checkpoint use train=false "
-                "ckpt_path=<file> (or research-eval run_dir=<run>); -1 trains until stopped",
-            )
+        for key, otherwise in _TRAINS_NOTHING_AT_ZERO.items():
+            value = getattr(self, key)
+            if value is not None and not isinstance(value, bool) and value == 0:
+                fail(
+                    at,
+                    key,
+                    f"={value} trains nothing; to only test a checkpoint use train=false "
+                    f"ckpt_path=<file> (or research-eval run_dir=<run>); {otherwise}",
+                )
         if isinstance(self.fast_dev_run, int) and self.fast_dev_run < 0:
             fail(at, "fast_dev_run", f"={self.fast_dev_run} must be a bool or a count >= 0")
         check_duration(at, "max_time", self.max_time)
@@ -140,6 +144,15 @@ class Trainer(Schema):
                 "=false but callbacks.model_checkpoint is configured; remove it with "
                 "callbacks.model_checkpoint=null, or leave enable_checkpointing null",
             )
+
+
+# The Trainer limits at which a run trains nothing (and then tests untrained weights), with what
+# the user may have meant instead.
+_TRAINS_NOTHING_AT_ZERO = {
+    "max_epochs": "-1 trains until stopped",
+    "max_steps": "-1 (the default) sets no step limit",
+    "limit_train_batches": "null (the default) trains on every batch",
+}
 
 
 def is_model_checkpoint(node: dict[str, Any] | None) -> bool:
