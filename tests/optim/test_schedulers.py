@@ -77,3 +77,19 @@ def test_inverse_sqrt_is_lr_times_sqrt_warmup_over_step_after_warmup():
 def test_inverse_sqrt_does_not_stop_at_total_steps():
     lrs = _lrs(inverse_sqrt_with_warmup, 10, steps=400, warmup_steps=4)
     assert lrs[399] == pytest.approx(LR * math.sqrt(4 / 400))
+
+
+@pytest.mark.parametrize("factory", [linear_with_warmup, cosine_with_warmup])
+def test_a_warmup_as_long_as_the_run_is_said_once(factory, caplog: pytest.LogCaptureFixture):
+    """The lr then never decays (a recipe's warmup on a shorter run)."""
+    with caplog.at_level("WARNING", logger="research.optim.schedulers"):
+        lrs = _lrs(factory, total_steps=10, warmup_steps=10)
+    assert lrs[:-1] == sorted(lrs[:-1])
+    (record,) = caplog.records
+    assert record.getMessage().startswith(
+        "scheduler.warmup_steps=10 is not shorter than the run's 10 optimizer steps"
+    )
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="research.optim.schedulers"):
+        _lrs(factory, total_steps=11, warmup_steps=10)
+    assert not caplog.records

@@ -7,6 +7,7 @@ fit time; the parameters are declared in `research.optim.configs`.
 
 from __future__ import annotations
 
+import logging
 import math
 from typing import Any
 
@@ -15,17 +16,29 @@ from torch.optim.lr_scheduler import LambdaLR
 
 from research.optim.configs import CosineConfig, WarmupConfig
 
+log = logging.getLogger(__name__)
+
 
 def _warmup(step: int, warmup_steps: int) -> float:
     return (step + 1) / warmup_steps if step < warmup_steps else 1.0
 
 
-def _horizon(total_steps: int | None, name: str) -> int:
-    """The run's step count; None means the run has no end (trainer.max_epochs=-1)."""
+def _horizon(total_steps: int | None, warmup_steps: int, name: str) -> int:
+    """The run's step count; None means the run has no end (trainer.max_epochs=-1). A warmup
+    as long as the run is said once: the lr never decays (nor, if longer, reaches its base),
+    which a run's curves show only to someone who looks (a recipe's warmup on a shorter run)."""
     if total_steps is None:
         raise ValueError(
             f"{name} decays to the run's last step, but this run has no end "
             "(trainer.max_epochs=-1); set max_epochs or max_steps, or use inverse_sqrt"
+        )
+    if warmup_steps >= total_steps:
+        log.warning(
+            "scheduler.warmup_steps=%d is not shorter than the run's %d optimizer steps: the run "
+            "ends before the lr decays (or reaches optimizer.lr); shorten the warmup or lengthen "
+            "the run",
+            warmup_steps,
+            total_steps,
         )
     return total_steps
 
@@ -37,8 +50,8 @@ def linear_with_warmup(
     **params: Any,
 ) -> LambdaLR:
     """Linear warmup to the base lr, then linear decay to 0 at `total_steps`."""
-    total_steps = _horizon(total_steps, "linear_with_warmup")
     warmup_steps = WarmupConfig.build(config, params).warmup_steps
+    total_steps = _horizon(total_steps, warmup_steps, "linear_with_warmup")
 
     def factor(step: int) -> float:
         if step < warmup_steps:
@@ -55,9 +68,9 @@ def cosine_with_warmup(
     **params: Any,
 ) -> LambdaLR:
     """Linear warmup, then half a cosine from the base lr down to `min_lr_ratio` x base lr."""
-    total_steps = _horizon(total_steps, "cosine_with_warmup")
     c = CosineConfig.build(config, params)
     warmup_steps, min_lr_ratio = c.warmup_steps, c.min_lr_ratio
+    total_steps = _horizon(total_steps, warmup_steps, "cosine_with_warmup")
 
     def factor(step: int) -> float:
         if step < warmup_steps:
