@@ -44,6 +44,21 @@ def test_mistakes_are_the_clis_one_line_errors():
         research.train(research.compose("train").model)
 
 
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        # Hydra's order is (config_name, overrides); these failed inside Hydra.
+        ((["model=cnn"],), "config_name=['model=cnn'] is not an entry config; choose one of: "),
+        (("trian", []), "config_name='trian' is not an entry config; choose one of: eval, train"),
+        (("train", "model=cnn"), "overrides='model=cnn' must be a list of strings"),
+    ],
+)
+def test_arguments_in_the_wrong_order_or_form_are_one_line(args: tuple, expected: str):
+    with pytest.raises(ConfigError) as err:
+        research.compose(*args)
+    assert expected in str(err.value) and "\n" not in str(err.value)
+
+
 def test_the_project_root_never_silently_follows_the_working_directory(
     tmp_path: Path, monkeypatch, capsys
 ):

@@ -23,6 +23,7 @@ from omegaconf import DictConfig
 
 from research.config.compose import compose_all
 from research.config.errors import ConfigError
+from research.config.paths import config_dir
 from research.config.validate import validate
 from research.utils.logging_state import root_logging_restored
 
@@ -43,9 +44,26 @@ def compose(config_name: str = "train", overrides: Sequence[str] = ()) -> DictCo
     declarations (a mistake raises ConfigError with the CLI's one-line message). Like Hydra's
     `compose(..., return_hydra_config=True)` it keeps the `hydra` node, which says where a run
     of it goes; edit the other values freely before `build` or `train`."""
+    _check_arguments(config_name, overrides)
     (cfg,) = compose_all(config_name, list(overrides), single=True)
     validate(cfg, entry=config_name)
     return cfg
+
+
+def _check_arguments(config_name: Any, overrides: Any) -> None:
+    """compose's arguments in the order Hydra's compose takes them; swapped or given one string,
+    they failed deep inside Hydra (`'list' object has no attribute 'endswith'`, or a parse
+    error of the string's first letter)."""
+    entries = sorted(p.stem for p in config_dir().glob("*.yaml"))
+    if config_name not in entries:
+        raise ConfigError(
+            f"compose: config_name={config_name!r} is not an entry config; choose one of: "
+            f"{', '.join(entries)} (the overrides come second: compose('train', ['seed=1']))"
+        )
+    if isinstance(overrides, str) or not all(isinstance(o, str) for o in overrides):
+        raise ConfigError(
+            f"compose: overrides={overrides!r} must be a list of strings such as ['seed=1']"
+        )
 
 
 def build(cfg: DictConfig) -> tuple[Any, Any]:
@@ -72,7 +90,6 @@ def train(cfg: DictConfig) -> Run:
     research-train names it; returns how it ended (a failed run is a Run with status
     `failed`, its error in `record["error"]`, as research-train records it)."""
     from research import compat
-    from research.config.paths import config_dir
     from research.run.fit import train as train_task
     from research.tracking.run_dir import read_metrics
 
