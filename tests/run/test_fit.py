@@ -94,3 +94,38 @@ def test_without_a_configured_checkpoint_no_checkpoint_is_written(tmp_path):
     assert not list(tmp_path.rglob("*.ckpt"))
     saved = read_metrics(tmp_path / "run")
     assert "test/acc" in saved["final"] and "checkpoint" not in saved["best"]
+
+
+def test_a_monitored_metric_nothing_logs_ends_the_run_before_it_trains(tmp_path):
+    """Lightning's checkpoint finds it only after the first epoch's validation."""
+    from research.run.fit import train
+
+    overrides = [
+        *FAST,
+        "callbacks.model_checkpoint.monitor=val/acuracy",
+        f"paths.log_dir={tmp_path}",
+    ]
+    with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
+        outcome = train(_job_config("train", overrides, tmp_path / "run"))
+    saved = read_metrics(tmp_path / "run")
+    assert outcome.status == "failed" and saved["error"] == (
+        "MonitoredMetricError: callbacks.model_checkpoint.monitor=val/acuracy is not a metric "
+        "this run logs; its validation logs: val/acc, val/acc_best, val/acc_top3, val/loss"
+    )
+    assert not (tmp_path / "run" / "history.jsonl").read_text().strip(), "no epoch was trained"
+
+
+@pytest.mark.parametrize("monitor", ["val/acc_best", "val/acc_top3"])
+def test_every_metric_a_validation_logs_may_be_monitored(tmp_path, monitor: str):
+    """val/acc_best moves only in training, yet the sanity check logs it too."""
+    from research.run.fit import train
+
+    overrides = [
+        *FAST,
+        f"callbacks.model_checkpoint.monitor={monitor}",
+        f"paths.log_dir={tmp_path}",
+    ]
+    with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
+        outcome = train(_job_config("train", overrides, tmp_path / "run"))
+    assert outcome.status == "completed"
+    assert read_metrics(tmp_path / "run")["best"][monitor] > 0.5

@@ -21,6 +21,7 @@ from research.callbacks.checkpoint_state import ReanchorCheckpoints, RunIdentity
 from research.callbacks.divergence import DivergenceGuard
 from research.callbacks.epochs import EpochHistory, EpochSeed
 from research.callbacks.last_checkpoint import split_last
+from research.callbacks.monitored import MonitoredMetricCheck, monitored
 from research.callbacks.placement import RankPlacement
 from research.config.instantiate import instantiate_plain
 from research.config.schemas.lightning import Trainer, is_model_checkpoint
@@ -178,6 +179,7 @@ def _fit_and_test(config: dict[str, Any], record: RunRecord, loggers: list[Logge
         EpochSeed(config["seed"]),
         RankPlacement(record.fields),
         DivergenceGuard(),
+        MonitoredMetricCheck(monitored(config.get("callbacks") or {})),
         RunIdentity(record.run_id, wandb_id, family),
         ReanchorCheckpoints(),
     ]

@@ -125,10 +125,15 @@ class ClassificationModule(Task):
 
     def on_validation_epoch_end(self) -> None:
         values = self._eval_epoch_end("val")
-        # Only training moves the best value; a standalone validate (research-eval) must not.
-        if not self.trainer.sanity_checking and self.trainer.state.fn == "fit":
-            self.best_val_acc.update(values["val/acc"])
-            self.log("val/acc_best", self.best_val_acc.compute())
+        if self.trainer.state.fn != "fit":
+            return  # a standalone validate (research-eval) has no best value
+        if self.trainer.sanity_checking:
+            # Logged (never to a logger), not kept: the check of monitored metrics sees every
+            # key a validation logs, and only training moves the best value.
+            self.log("val/acc_best", values["val/acc"])
+            return
+        self.best_val_acc.update(values["val/acc"])
+        self.log("val/acc_best", self.best_val_acc.compute())
 
     def test_step(self, batch: Any, batch_idx: int, dataloader_idx: int = 0) -> None:
         self._eval_step("test", batch, dataloader_idx)
