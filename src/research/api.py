@@ -78,10 +78,16 @@ def build(cfg: DictConfig) -> tuple[Any, Any]:
 
 
 def _preflight(config: dict[str, Any]) -> None:
-    from research.run.preflight import check_accelerator, check_ckpt_path, check_writable
+    from research.run.preflight import (
+        check_accelerator,
+        check_ckpt_path,
+        check_declared_files,
+        check_writable,
+    )
 
     check_writable(Path(config["paths"]["log_dir"]), "paths.log_dir")
     check_ckpt_path(config)
+    check_declared_files(config)
     check_accelerator(config)
 
 

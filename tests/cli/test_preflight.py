@@ -12,6 +12,7 @@ from omegaconf import OmegaConf
 
 from research.config.compose import compose_all
 from research.run.preflight import AVAILABLE, not_a_checkpoint
+from tests.helpers.beir_files import write_beir
 from tests.helpers.cli import run_cli
 from tests.helpers.read_only import read_only
 
@@ -61,6 +62,31 @@ def test_every_file_torch_save_writes_passes_the_checkpoint_check(
     saved = tmp_path / "saved.ckpt"
     torch.save({"state_dict": {}}, saved, _use_new_zipfile_serialization=zipfile_format)
     assert not_a_checkpoint(saved) is None
+
+
+def test_a_datasets_missing_files_are_refused_before_a_run_dir_exists(workdir: Path):
+    """They were found when the data was set up, after the run dir and W&B run were made; a
+    config that is only composed (`--cfg job`, an ablation's plan) is not refused for them."""
+    beir = write_beir(workdir / "beir")
+    (beir / "qrels" / "dev.tsv").unlink()
+    teacher = ["data.val_fraction=0.1", "loss=distillation", f"data.distillation_file={workdir}/t"]
+    cases = [
+        ([f"data.path={workdir}/none"], f"data.path='{workdir}/none' is not a folder; a BEIR"),
+        (
+            [],
+            f"data.path='{beir}' has no qrels/dev.tsv; a BEIR folder holds corpus.jsonl, "
+            "queries.jsonl and qrels/<split>.tsv (its splits: test, train); without a dev split, "
+            "data.val_fraction=0.1 validates on a tenth of the train queries",
+        ),
+        (teacher, f"data.distillation_file='{workdir}/t' is not a file; give its path or null"),
+    ]
+    for extra, expected in cases:
+        args = ["experiment=colbert_stdlib", "data=beir", f"data.path={beir}", *extra]
+        line = _refused(run_cli("research-train", *args, cwd=workdir))
+        assert expected in line, line
+        shown = run_cli("research-train", *args, "--cfg", "job", cwd=workdir)
+        assert shown.returncode == 0, shown.stderr[-2000:]
+    assert not (workdir / "logs").exists()
 
 
 def test_a_log_dir_that_is_a_file_is_refused(workdir: Path):

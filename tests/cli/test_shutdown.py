@@ -11,8 +11,12 @@ import atexit, gc, sys
 from pathlib import Path
 from research.cli.shutdown import skip_final_collections
 out = Path(sys.argv[1])
+# Python 3.12 starts with objects frozen already (375 on 3.12.1; 0 on 3.10, 3.11 and 3.13).
+at_start = gc.get_freeze_count()
 skip_final_collections()  # at a command's start, before any library registers a handler
-atexit.register(lambda: (out / "cleanup_saw_frozen").write_text(str(gc.get_freeze_count())))
+atexit.register(
+    lambda: (out / "cleanup_saw_frozen").write_text(str(gc.get_freeze_count() - at_start))
+)
 
 class InACycle:
     def __del__(self):
@@ -27,7 +31,8 @@ gc.disable()  # left to the shutdown's collections
 
 def test_cleanup_runs_before_the_freeze_and_the_shutdown_collects_nothing(tmp_path: Path):
     subprocess.run([sys.executable, "-c", _PROBE, str(tmp_path)], check=True)
-    assert (tmp_path / "cleanup_saw_frozen").read_text() == "0"  # a library's handler ran first
+    # A library's handler ran first: it saw no object frozen since the start.
+    assert (tmp_path / "cleanup_saw_frozen").read_text() == "0"
     assert not (tmp_path / "finalized").exists()  # no final collection reached the cycle
 
 

@@ -65,6 +65,7 @@ def _check_machine(configs: list[dict[str, Any]], hydra: Any) -> None:
     from research.run.preflight import (
         check_accelerator,
         check_ckpt_path,
+        check_declared_files,
         check_workers,
         check_writable,
     )
@@ -74,6 +75,7 @@ def _check_machine(configs: list[dict[str, Any]], hydra: Any) -> None:
         check_writable(Path(log_dir), "paths.log_dir")
     for config in configs:
         check_ckpt_path(config)
+        check_declared_files(config)
         if not remote:
             check_accelerator(config)
             check_workers(config)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from itertools import pairwise
+from pathlib import Path
 from typing import Any
 
 from research.config.batches import (
@@ -307,6 +308,11 @@ class RetrievalDataConfig(LoaderConfig):
     """JSON lines {"query_id", "document_ids", "scores"} of teacher scores to train on with the
     distillation loss; null: train on positives and BM25 negatives."""
 
+    def check_machine(self, at: str, config: dict[str, Any]) -> None:
+        teacher = self.distillation_file
+        if teacher is not None and not Path(teacher).expanduser().is_file():
+            fail(at, "distillation_file", f"={teacher!r} is not a file; give its path or null")
+
 
 @dataclass
 class BEIRDataConfig(RetrievalDataConfig):
@@ -339,6 +345,35 @@ class BEIRDataConfig(RetrievalDataConfig):
                 "path",
                 f"/ {at}.name: give exactly one, a local BEIR folder (path) or a hub dataset "
                 f"such as BeIR/nfcorpus (name); {given}",
+            )
+
+    def check_machine(self, at: str, config: dict[str, Any]) -> None:
+        """The folder's files this run reads (stat only; a file's content is read, and checked,
+        when the data is set up)."""
+        super().check_machine(at, config)
+        if self.path is None:
+            return
+        folder = Path(self.path).expanduser()
+        layout = "a BEIR folder holds corpus.jsonl, queries.jsonl and qrels/<split>.tsv"
+        if not folder.is_dir():
+            fail(at, "path", f"={self.path!r} is not a folder; {layout} (or give {at}.name)")
+        splits = [self.train_split] if config.get("train", True) else []
+        splits += [self.val_split] if self.val_fraction is None else []
+        splits += [self.test_split] if config.get("test", True) else []
+        needed = ["corpus.jsonl", "queries.jsonl", *(f"qrels/{s}.tsv" for s in splits)]
+        missing = [name for name in dict.fromkeys(needed) if not (folder / name).is_file()]
+        if missing:
+            found = ", ".join(sorted(p.stem for p in (folder / "qrels").glob("*.tsv"))) or "none"
+            hint = (
+                f"; without a {self.val_split} split, {at}.val_fraction=0.1 validates on a "
+                "tenth of the train queries"
+                if f"qrels/{self.val_split}.tsv" in missing
+                else ""
+            )
+            fail(
+                at,
+                "path",
+                f"={self.path!r} has no {', '.join(missing)}; {layout} (its splits: {found}){hint}",
             )
 
 

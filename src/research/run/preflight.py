@@ -20,7 +20,9 @@ from omegaconf import OmegaConf
 
 from research.config.devices import process_limit, usable_cores
 from research.config.errors import ConfigError
+from research.config.registry import declaration
 from research.config.saved_run import SAVED_CONFIG
+from research.config.schema import check_node, walk_targets
 from research.tracking.identity import NOT_IDENTITY, NOT_IDENTITY_NESTED, run_id
 from research.tracking.run_dir import CHECKPOINT_DIR, STARTED_FILE, read_metrics
 
@@ -60,6 +62,16 @@ def check_ckpt_path(config: dict[str, Any]) -> None:
             f"ckpt_path={ckpt}: {problem}; give a .ckpt file, `last` (this config's newest "
             "unfinished run) or null (start fresh)"
         )
+
+
+def check_declared_files(config: dict[str, Any]) -> None:
+    """Each declared component's own machine check (`Schema.check_machine`): the files a
+    dataset's config names, found before the run dir is made instead of when the data is set
+    up."""
+    for at, node in walk_targets(config):
+        schema = declaration(str(node["_target_"]))
+        if schema is not None:
+            check_node(at, node, schema).check_machine(at, config)
 
 
 def check_writable(folder: Path, key: str) -> None:
