@@ -24,7 +24,7 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from research.config.errors import ConfigError
-from research.config.pairing import fits, gives_of, option_bodies, option_keys, takes_of
+from research.config.pairing import fits, gives_of, option_bodies, option_keys
 from research.config.paths import config_dir, group_options
 from research.config.registry import declaration
 from research.config.schema import plain, walk_targets
@@ -72,7 +72,7 @@ def model_data_pairs() -> dict[str, list[str]]:
         model: [
             name
             for name, data in datas.items()
-            if model_reads(model) <= option_keys(data) and fits(takes_of(body), gives_of(data))
+            if model_reads(model) <= option_keys(data) and fits(body, gives_of(data))
         ]
         for model, body in option_bodies("model").items()
     }
@@ -120,10 +120,10 @@ def _command_lines() -> list[list[str]]:
     lines: list[list[str]] = [[]]
     for model, data in combos:
         gives = gives_of(datas[data])
-        loss = next(name for name, body in losses.items() if fits(takes_of(body), gives))
+        loss = next(name for name, body in losses.items() if fits(body, gives))
         lines.append([f"model={model}", f"data={data}", *_loss_overrides(loss)])
     for loss, body in losses.items():
-        model, data = next((m, d) for m, d in combos if fits(takes_of(body), gives_of(datas[d])))
+        model, data = next((m, d) for m, d in combos if fits(body, gives_of(datas[d])))
         lines.append([f"model={model}", f"data={data}", *_loss_overrides(loss)])
     for folder in sorted(p for p in config_dir().iterdir() if p.is_dir()):
         if folder.name not in NOT_ON_THE_RUN:

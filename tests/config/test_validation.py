@@ -11,7 +11,7 @@ import pytest
 
 from research.config.compose import check_command_line, expand
 from research.config.errors import ConfigError
-from research.config.pairing import check_pairing, gives_of, option_bodies, takes_of
+from research.config.pairing import check_pairing, gives_of, option_bodies, taken
 from research.config.paths import config_dir
 from research.config.resolvers import run_suffix
 
@@ -276,7 +276,7 @@ def test_every_shipped_model_data_and_loss_option_says_what_it_takes_or_gives():
         assert gives_of(body), f"conf/data/{name}.yaml: its declaration sets no `gives`"
     for group in ("model", "loss"):
         for name, body in option_bodies(group).items():
-            assert takes_of(body), f"conf/{group}/{name}.yaml: no declaration in it sets `takes`"
+            assert taken(body), f"conf/{group}/{name}.yaml: no declaration in it sets `takes`"
 
 
 def test_data_that_declares_no_kind_is_not_checked():

@@ -34,10 +34,20 @@ def gives_of(node: Any) -> str | None:
     return schema.gives if schema else None
 
 
-def takes_of(node: Any) -> list[tuple[str, ...]]:
-    """What each declared node under `node` takes (those that take anything given left out)."""
+def taken(node: Any) -> tuple[str, ...] | None:
+    """The kinds of batch every declared node under `node` takes (a task and its network, in
+    order of the first), or None where none says."""
     found = [_declared(n) for _, n in walk_targets(node)]
-    return [schema.takes for schema in found if schema is not None and schema.takes]
+    takes = [schema.takes for schema in found if schema is not None and schema.takes]
+    if not takes:
+        return None
+    return tuple(kind for kind in takes[0] if all(kind in kinds for kinds in takes[1:]))
+
+
+def fits(node: Any, gives: str | None) -> bool:
+    """Whether the nodes under `node` can train on data that gives `gives` (unknown: yes)."""
+    takes = taken(node)
+    return gives is None or takes is None or gives in takes
 
 
 def option_bodies(group: str) -> dict[str, dict[str, Any]]:
@@ -56,29 +66,16 @@ def option_keys(body: dict[str, Any]) -> set[str]:
     return set(body) | ({f.name for f in dataclasses.fields(schema)} if schema else set())
 
 
-def fits(takes: list[tuple[str, ...]], gives: str | None) -> bool:
-    """Whether nodes that take `takes` can train on data that gives `gives` (unknown: yes)."""
-    return gives is None or all(gives in kinds for kinds in takes)
-
-
-def _named(group: str, node: Any) -> str:
-    """`group=<option>` for the option whose targets `node` has, else the group's path and
-    target (an option edited on the command line, or a config from elsewhere)."""
+def _named(group: str, node: Any, bodies: dict[str, dict[str, Any]]) -> str:
+    """`group=<option>` for the option (of `bodies`, the group's) whose targets `node` has, else
+    the group's path and target (an option edited on the command line, or a config from
+    elsewhere)."""
     targets = sorted(str(n["_target_"]) for _, n in walk_targets(node))
-    for option, body in option_bodies(group).items():
+    for option, body in bodies.items():
         if targets and sorted(str(n["_target_"]) for _, n in walk_targets(body)) == targets:
             return f"{group}={option}"
     target = node.get("_target_") if isinstance(node, dict) else None
     return f"{group} ({target})" if target else group
-
-
-def _taken(node: Any) -> tuple[str, ...] | None:
-    """The kinds of batch every declared node under `node` takes (a task and its network), or
-    None where none says."""
-    takes = takes_of(node)
-    if not takes:
-        return None
-    return tuple(kind for kind in takes[0] if all(kind in kinds for kinds in takes[1:]))
 
 
 def check_pairing(config: dict[str, Any]) -> None:
@@ -89,17 +86,17 @@ def check_pairing(config: dict[str, Any]) -> None:
     if gives is None:
         return
     for group, node in config.items():
-        takes = _taken(node) if group != "data" else None
-        if takes is None or gives in takes:
+        if group == "data" or fits(node, gives):
             continue
-        data_name = _named("data", data)
-        datas = [o for o, body in option_bodies("data").items() if gives_of(body) in takes]
-        bodies = option_bodies(group)
-        models = [o for o, body in bodies.items() if takes_of(body) and fits(takes_of(body), gives)]
+        takes = taken(node) or ()
+        datas, bodies = option_bodies("data"), option_bodies(group)
+        data_name = _named("data", data, datas)
+        fit_data = [o for o, body in datas.items() if gives_of(body) in takes]
+        fit_group = [o for o, body in bodies.items() if gives in (taken(body) or ())]
         raise ConfigError(
-            f"{_named(group, node)} takes {_either(takes)}, but {data_name} gives {gives}; "
-            f"{group} options that fit {data_name}: {', '.join(models) or 'none'}; data options "
-            f"that fit it: {', '.join(datas) or 'none'}"
+            f"{_named(group, node, bodies)} takes {_either(takes)}, but {data_name} gives "
+            f"{gives}; {group} options that fit {data_name}: {', '.join(fit_group) or 'none'}; "
+            f"data options that fit it: {', '.join(fit_data) or 'none'}"
         )
 
 
@@ -118,8 +115,9 @@ def missing_key(message: str, reader: str, config: dict[str, Any]) -> str | None
     if found is None or not (config_dir() / found.group(1)).is_dir():
         return None
     group, key = found.groups()
-    having = [o for o, body in option_bodies(group).items() if key in option_keys(body)]
+    bodies = option_bodies(group)
+    having = [o for o, body in bodies.items() if key in option_keys(body)]
     return (
-        f"{reader} reads {group}.{key}, which {_named(group, config.get(group))} does not have; "
-        f"{group} options that have it: {', '.join(having) or 'none'}"
+        f"{reader} reads {group}.{key}, which {_named(group, config.get(group), bodies)} does "
+        f"not have; {group} options that have it: {', '.join(having) or 'none'}"
     )

@@ -35,6 +35,8 @@ def not_a_checkpoint(path: Path) -> str | None:
     """Why `path` cannot be a file `torch.save` wrote, or None: a zip archive with one folder
     holding `data.pkl` (or the legacy format). Only the archive's index is read, so a resume or
     an evaluation given another file fails before its run dir exists, not after it started."""
+    if not path.is_file():
+        return "no such file"
     try:
         with zipfile.ZipFile(path) as archive:
             names = archive.namelist()
@@ -56,7 +58,7 @@ def check_ckpt_path(config: dict[str, Any]) -> None:
     if ckpt in (None, "last"):
         return
     path = Path(ckpt).expanduser()
-    problem = not_a_checkpoint(path) if path.is_file() else "no such file"
+    problem = not_a_checkpoint(path)
     if problem is not None:
         raise ConfigError(
             f"ckpt_path={ckpt}: {problem}; give a .ckpt file, `last` (this config's newest "
@@ -236,7 +238,7 @@ def eval_checkpoint(run_dir: Path, which: str) -> Path:
     `last`; or a file path."""
     if which not in ("best", "last"):
         path = Path(which).expanduser().resolve()
-        problem = not_a_checkpoint(path) if path.is_file() else "no such file"
+        problem = not_a_checkpoint(path)
         if problem is not None:
             raise ConfigError(f"ckpt={which}: {problem}; choose best, last or a .ckpt file")
         return path
