@@ -63,11 +63,19 @@ def test_optuna_search_resumes_without_repeating_trials_and_checks_its_config(wo
     assert len(search.study(workdir).trials) == 6
 
 
+SEARCH = "hparams_search: error: "
+COMMAND = "research-train: error: "
+
+
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
         (["hydra.sweeper.sampler.name=grid"], "sampler grid needs a finite space: optimizer.lr="),
         (["hydra.sweeper.pruner.name=median3"], "hydra.sweeper.pruner.name=median3"),
+        (["hydra.sweeper.n_trials=0"], "n_trials=0: give a whole number of trials, >= 1"),
+        (["hydra.sweeper.direction=up"], "direction=up: choose maximize or minimize"),
+        (["optimizer.lr=interval(0.1,0.01)"], "the interval starts above its end"),
+        (["optimizer.lr=tag(log,interval(0,0.1))"], "a log-scale interval needs a start > 0"),
     ],
 )
 def test_a_search_config_mistake_writes_no_study_and_no_sweep_folder(
@@ -76,9 +84,70 @@ def test_a_search_config_mistake_writes_no_study_and_no_sweep_folder(
     done = run_cli("research-train", "-m", "hparams_search=optuna", *TINY, *args, cwd=workdir)
     assert done.returncode == 2
     (line,) = done.stderr.strip().splitlines()
-    assert line.startswith("hparams_search: error: ") and expected in line
+    assert line.startswith(SEARCH) and expected in line
     # An empty study left behind would hold this command's config and refuse the corrected one.
     assert not (workdir / "logs").exists()
+
+
+@pytest.mark.parametrize(
+    ("space", "expected"),
+    [
+        # The default space's keys exist; an added one is composed like any override.
+        (
+            "++hydra.sweeper.params={optimizer.nope: 'interval(0.01, 0.1)'}",
+            "hydra.sweeper.params: optimizer.nope=0.01: no such key; optimizer has: amsgrad,",
+        ),
+        # Each choice and each end of an interval is checked against the config's declarations.
+        (
+            "hydra.sweeper.params={optimizer.lr: 'choice(0.1, -1)'}",
+            "hydra.sweeper.params: optimizer.lr=-1.0 is out of range; it must be >= 0.0",
+        ),
+        ("model.net.dropout=interval(0.1,1.5)", "model.net.dropout=1.5 is out of range"),
+        ("model.top_k=range(5,3)", "model.top_k=range(5,3) sweeps no value"),
+        # Hydra merges a new key into the struct params only with ++: say so, not "no such key".
+        (
+            "hydra.sweeper.params={trainer.max_epochs: 'choice(1, 2)'}",
+            "adds a key to the search space, which Hydra merges only as ++hydra.sweeper.params=",
+        ),
+    ],
+)
+def test_a_search_space_is_composed_as_its_jobs_would_be_before_anything_is_written(
+    workdir: Path, space: str, expected: str
+):
+    done = run_cli("research-train", "-m", "hparams_search=optuna", *TINY, space, cwd=workdir)
+    assert done.returncode == 2
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith(COMMAND) and expected in line
+
+
+@pytest.mark.slow  # a search: about 4 s
+def test_the_command_line_sweeps_are_the_search_space(workdir: Path):
+    """As with Hydra's own Optuna sweeper: a swept key on the command line is searched, in place
+    of the file's space for that key, instead of failing each trial's composition."""
+    swept = ["optimizer.lr=interval(0.002,0.003)", "model.net.dropout=0.1,0.2"]
+    done = run_cli(
+        "research-train",
+        "-m",
+        "hparams_search=optuna",
+        *TINY,
+        *swept,
+        "hydra.sweeper.n_trials=2",
+        cwd=workdir,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    study = search.study(workdir)
+    assert len(study.trials) == 2
+    runs = search.trial_runs(workdir)
+    for trial in study.trials:
+        assert trial.state.name == "COMPLETE"
+        assert 0.002 <= trial.params["optimizer.lr"] <= 0.003
+        assert trial.params["model.net.dropout"] in (0.1, 0.2)
+        assert "optimizer.weight_decay" in trial.params  # the file's space for other keys
+        config = yaml.safe_load(
+            (Path(runs[trial.number]["run_dir"]) / ".hydra" / "config.yaml").read_text()
+        )
+        assert config["optimizer"]["lr"] == trial.params["optimizer.lr"]
+        assert config["model"]["net"]["dropout"] == trial.params["model.net.dropout"]
 
 
 @pytest.mark.slow  # a search: about 3 s

@@ -12,6 +12,7 @@ from hydra_plugins.research_sweeper._study import (
     build_pruner,
     build_sampler,
     check_identity,
+    command_line_space,
     counted_trials,
     fail_interrupted,
     grid_done,
@@ -119,3 +120,16 @@ def test_a_study_refuses_another_config(tmp_path: Path):
     check_identity(study, {"trainer.max_epochs": 3, "model.net.width": 8}, "db")
     with pytest.raises(ConfigError, match=r"trainer.max_epochs \(study: 3, now: 1\); run with"):
         check_identity(study, {"trainer.max_epochs": 1, "model.net.width": 8}, "db")
+
+
+def test_the_command_lines_sweeps_take_the_place_of_the_files_space_for_their_keys():
+    fixed, space = command_line_space(
+        ["trainer.max_epochs=2", "optimizer.lr=interval(0.01,0.1)", "model=cnn,mlp", "seed=3"],
+        PARAMS,
+    )
+    assert fixed == ["trainer.max_epochs=2", "seed=3"]
+    assert space == {
+        "optimizer.lr": "interval(0.01,0.1)",
+        "model.net.dropout": "interval(0.0, 0.5)",
+        "model": "cnn,mlp",
+    }

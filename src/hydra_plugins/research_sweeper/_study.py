@@ -28,14 +28,42 @@ INTERRUPTED_ATTR = "research:interrupted"
 
 
 def sweep_of(name: str, spec: str) -> Any:
-    """The Hydra sweep object of `name=spec` (choice, range, interval)."""
+    """The Hydra sweep object of `name=spec` (choice, range, interval), refused in one line where
+    Optuna could not sample it (it would raise at the first trial, after the study is written)."""
     sweep = OverridesParser.create().parse_override(f"{name}={spec}").value()
     if not isinstance(sweep, (ChoiceSweep, RangeSweep, IntervalSweep)):
         raise ConfigError(
             f"hparams_search param {name}={spec} is not a search space; use choice(...), "
             "range(...), interval(...) or tag(log, interval(...))"
         )
+    if isinstance(sweep, IntervalSweep) and not sweep.start <= sweep.end:
+        raise ConfigError(
+            f"hparams_search param {name}={spec}: the interval starts above its end; give "
+            f"interval(low, high) with low <= high"
+        )
+    if isinstance(sweep, IntervalSweep) and "log" in sweep.tags and not sweep.start > 0:
+        raise ConfigError(
+            f"hparams_search param {name}={spec}: a log-scale interval needs a start > 0, "
+            "e.g. tag(log, interval(1e-5, 1e-1))"
+        )
     return sweep
+
+
+def command_line_space(
+    arguments: list[str], params: dict[str, str]
+) -> tuple[list[str], dict[str, str]]:
+    """The command line's fixed overrides, and the search space with its sweeps
+    (`key=interval(...)`, `key=a,b`) in place of `params`' entry for the same key: a job takes
+    one value per key, so a search samples what the command line sweeps, as Hydra's own Optuna
+    sweeper does."""
+    fixed, space = [], dict(params)
+    for override in OverridesParser.create().parse_overrides(arguments):
+        if override.is_sweep_override():
+            key = override.get_key_element()
+            space[key] = override.input_line[len(key) + 1 :]
+        else:
+            fixed.append(override.input_line)
+    return fixed, space
 
 
 def _grid(params: dict[str, str]) -> dict[str, list[Any]]:

@@ -16,9 +16,11 @@ still run theirs: one of them may die, and its trial (failed once its heartbeat 
 `heartbeat_grace_s`) be redrawn.
 
 Search spaces use Hydra's sweep syntax: `choice(a, b)`, `range(1, 8)`, `interval(0.0, 0.5)`,
-`tag(log, interval(1e-4, 1e-1))`. The sampler and pruner come from config (study.py); each trial
-is sampled with a seed of its own, so a resumed study and parallel workers on one study draw new
-trials; a study refuses a changed non-searched config. Each job gets `trial=<number>`
+`tag(log, interval(1e-4, 1e-1))`; a key the command line sweeps is searched in place of its
+`params` entry (as with Hydra's own Optuna sweeper), since a job takes one value per key. The
+sampler and pruner come from config (study.py); each trial is sampled with a seed of its own, so
+a resumed study and parallel workers on one study draw new trials; a study refuses a changed
+non-searched config. Each job gets `trial=<number>`
 (metrics.json, W&B config, run name); the job reports its `val/*` monitor per epoch to the study
 when a pruner is set. At the end the best trial is printed with its run dir and W&B id.
 """
@@ -41,6 +43,7 @@ from hydra_plugins.research_sweeper._study import (
     build_pruner,
     check_identity,
     check_search,
+    command_line_space,
     counted_trials,
     fail_abandoned,
     fail_interrupted,
@@ -128,8 +131,19 @@ class OptunaStudySweeper(LaunchingSweeper):
             raise SystemExit(2) from None
         return None
 
-    def _check_workers(self) -> None:
-        """What `n_workers` and the heartbeat need, refused before anything is written."""
+    def _check_settings(self) -> None:
+        """What the budget, the direction, `n_workers` and the heartbeat need, refused before
+        anything is written."""
+        whole = isinstance(self.n_trials, int) and not isinstance(self.n_trials, bool)
+        if not whole or self.n_trials < 1:
+            raise ConfigError(
+                f"hydra.sweeper.n_trials={self.n_trials!r}: give a whole number of trials, >= 1"
+            )
+        if self.direction not in ("maximize", "minimize"):
+            raise ConfigError(
+                f"hydra.sweeper.direction={self.direction}: choose maximize or minimize (by "
+                "default the checkpoint's mode decides: max -> maximize)"
+            )
         if not isinstance(self.n_workers, int) or self.n_workers < 1:
             raise ConfigError(
                 f"hydra.sweeper.n_workers={self.n_workers}: give a whole number of workers, >= 1"
@@ -158,8 +172,9 @@ class OptunaStudySweeper(LaunchingSweeper):
 
     def _search(self, arguments: list[str]) -> None:
         assert self.launcher is not None
+        arguments, self.params = command_line_space(arguments, self.params)
         check_search(self.sampler_cfg, self.pruner_cfg, self.params)
-        self._check_workers()
+        self._check_settings()
         study = self._study()
         assert self.config is not None
         keep_secret(self.config, self.storage)

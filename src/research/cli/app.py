@@ -19,7 +19,13 @@ from typing import Any
 from research import compat
 from research.cli.help import node_help, usage
 from research.cli.run_dirs import RunDirClaim, claim_attempt, claim_run_dir, given
-from research.config.compose import compose_all, hydra_node, planned_jobs
+from research.config.compose import (
+    check_command_line,
+    compose_all,
+    hydra_node,
+    planned_jobs,
+    searched_overrides,
+)
 from research.config.errors import ConfigError
 from research.config.names import check_overrides, quoted
 from research.config.paths import config_dir
@@ -91,6 +97,16 @@ def _check_multirun(configs: list[dict[str, Any]]) -> None:
             "(research-train <its overrides> ckpt_path=last), or give a .ckpt file to start "
             "every job from"
         )
+
+
+def _check_searched(config_name: str, hydra: Any, overrides: list[str]) -> None:
+    """Every key and value the sweeper's params would give a job, composed as a job would be."""
+    searched = searched_overrides(hydra, overrides)
+    if searched:
+        try:
+            check_command_line(config_name, [*overrides, *searched])
+        except ConfigError as err:
+            raise ConfigError(f"hydra.sweeper.params: {err}") from None
 
 
 def _modes(parsed: Any) -> list[str]:
@@ -201,6 +217,7 @@ def run(
                     _check_multirun(configs)
                     multirun = Path(str(hydra_cfg.sweep.dir))
                     planned = planned_jobs(hydra_cfg, parsed.overrides)
+                    _check_searched(config_name, hydra_cfg, parsed.overrides)
                     if not given(args, "hydra.sweep.dir"):
                         args.append(f"hydra.sweep.dir={quoted(multirun)}")
                 elif config_name == "train":

@@ -64,7 +64,7 @@ def _parse(overrides: Sequence[str]) -> list[Override]:
 
 def _settings(override: Override) -> list[str] | None:
     """The concrete `key=value` overrides an override stands for (one per swept value); None
-    for a search interval (sampled per job)."""
+    for a search interval (sampled per job; `searched_overrides` checks its ends)."""
     if override.is_interval_sweep():
         return None
     if not override.is_sweep_override():
@@ -93,11 +93,7 @@ def expand(overrides: Sequence[str], single: bool = False) -> list[list[str]]:
             f"{swept[0]} sweeps several values: add -m to run one job per value, or quote it "
             "('a,b') or make it a list ([a,b]) to pass one value"
         )
-    columns: list[list[str]] = []
-    for override in parsed:
-        settings = _settings(override)
-        if settings is not None:
-            columns.append(settings)
+    columns = [settings for override in parsed if (settings := _settings(override)) is not None]
     if not columns:
         return [[]]
     first = [col[0] for col in columns]
@@ -155,6 +151,12 @@ def _unknown_key(config_name: str, overrides: list[str], key: str) -> str:
     loader = _loader()
     groups = [g for g in loader.list_groups("") if g != "hydra"] if loader else []
     keys = [*groups, *_dotted_keys(OmegaConf.to_container(cfg, resolve=False))]
+    if key == "hydra.sweeper.params":  # a struct node: only ++ merges a new key into it
+        return (
+            f"{line}: adds a key to the search space, which Hydra merges only as "
+            f"++{line.lstrip('+')}; or sweep the key on the command line, e.g. "
+            "'trainer.max_epochs=choice(1,2)'"
+        )
     if line.startswith("~") and key in keys:  # Hydra cannot delete a null or ??? value
         return f"{line}: {key} has no value to remove; set one with {key}=<value> if need be"
     close = difflib.get_close_matches(key, _alike(key, keys), n=1, cutoff=0.75)
@@ -272,6 +274,26 @@ def planned_jobs(hydra: DictConfig, overrides: Sequence[str]) -> list[list[str]]
         jobs = json.loads(Path(str(hydra.sweeper.jobs_file)).read_text())
         return [[*task, *job] for job in jobs]
     return None
+
+
+def searched_overrides(hydra: DictConfig, overrides: Sequence[str]) -> list[str]:
+    """A search's space as sweeps to compose with the command line: the sweeper's `params` less
+    the keys the command line sweeps itself, and every interval as its two ends. Composed, they
+    check every searched key and every choice and interval end before a study is written."""
+    params = OmegaConf.select(hydra, "sweeper.params")
+    params = params if isinstance(params, DictConfig) else {}
+    with _hydra():
+        typed = _parse(overrides)
+        swept = {o.get_key_element() for o in typed if o.is_sweep_override()}
+        space = _parse([f"{k}={v}" for k, v in params.items() if k not in swept])
+    searched = []
+    for override in [*space, *(o for o in typed if o.is_interval_sweep())]:
+        if override.is_interval_sweep():
+            interval = override.value()
+            searched.append(f"{override.get_key_element()}={interval.start},{interval.end}")
+        else:
+            searched.append(override.input_line)
+    return searched
 
 
 def check_command_line(config_name: str, overrides: Sequence[str]) -> list[dict[str, Any]]:
