@@ -75,6 +75,18 @@ BAD = {
         BASE + 'variants:\n  a: ["optimizer.lr=0.1\\ntouch pwned"]\nseeds: [0]\n',
         ["variants.a: 'optimizer.lr=0.1\\ntouch pwned' contains a newline"],
     ),
+    "seed_in_base": (
+        "base: [debug=limit, seed=7]\nvariants: {a: []}\nseeds: [0]\n",
+        ["base: seed=7: research-ablate sets seed in every job", "one of the file's `seeds`"],
+    ),
+    "group_in_variant": (
+        BASE + "variants:\n  a: [group=mine]\nseeds: [0]\n",
+        ["variants.a: group=mine: research-ablate sets group in every job", "W&B group"],
+    ),
+    "variant_in_axis": (
+        BASE + "axes:\n  opt:\n    sgd: [+variant=x]\nseeds: [0]\n",
+        ["axes.opt.sgd: +variant=x: research-ablate sets variant in every job"],
+    ),
     "escaping_task_name": (
         "base: [debug=limit, logger=none, task_name=../../x]\nvariants: {a: []}\nseeds: [0]\n",
         ["task_name='../../x' contains '/'"],
@@ -131,3 +143,32 @@ def test_research_report_reads_the_file_with_the_same_checks(project):
     assert done.stderr.startswith("research-report: error: ")
     assert "found duplicate key seeds" in done.stderr
     shutil.rmtree(root / "logs")
+
+
+@pytest.mark.parametrize(
+    ("override", "expected"),
+    [
+        # The job's own seed=<s> came later and won: the runs were the ablation's seeds, in a
+        # folder named +seed=4.
+        ("seed=4", "seed=4: research-ablate sets seed in every job: each job's seed is one of"),
+        ("tags=[mine]", "tags=[mine]: research-ablate sets tags in every job: each job's tags"),
+        ("variant=sgd", "variant=sgd: research-ablate sets variant in every job"),
+        ("group=g", "group=g: research-ablate sets group in every job"),
+    ],
+)
+def test_an_extra_override_of_what_each_job_sets_is_refused(project, override, expected):
+    message = _refused(project, "cnn_sgd_momentum", override, "--dry-run")
+    assert expected in message
+
+
+def test_a_variant_the_command_line_breaks_is_named(project):
+    """optimizer=adam is fine for the base; the `sgd` variants' momentum is what it removes."""
+    message = _refused(project, "cnn_sgd_momentum", "optimizer=adam", "--dry-run")
+    assert "error: variant sgd+norm (optimizer.momentum=0.0): optimizer.momentum=0.0: no such" in (
+        message
+    )
+    # A mistake of the command line itself is not pinned on a variant.
+    message = _refused(project, "cnn_sgd_momentum", "optimizer.lr=-3", "--dry-run")
+    assert message.strip() == (
+        "research-ablate: error: optimizer.lr=-3.0 is out of range; it must be >= 0.0"
+    )

@@ -15,6 +15,7 @@ from typing import Any
 
 from research.ablation.spec import variants
 from research.config.compose import check_command_line
+from research.config.errors import ConfigError
 from research.config.names import quoted
 from research.tracking.identity import affects_result, run_id
 from research.tracking.run_dir import (
@@ -47,8 +48,8 @@ def folder_name(name: str, spec: dict[str, Any], extra: list[str]) -> str:
     variant, overrides = next(iter(variants(spec).items()))
     common = [*(spec.get("base") or []), *overrides, f"seed={spec['seeds'][0]}"]
     common.append(f"variant={variant}")
-    (plain,) = check_command_line("train", common)
-    (changed,) = check_command_line("train", [*common, *extra])
+    plain = job_config(common, variant, overrides)
+    changed = job_config([*common, *extra], variant, overrides)
     if run_id(plain) == run_id(changed):
         return name
     named = [o for o in extra if affects_result(o.lstrip("+~").partition("=")[0])] or extra
@@ -88,8 +89,9 @@ def plan(
     ]
     completed: set[str] = set()
     log_root: Path | None = None
+    own = variants(spec)
     for job in jobs:
-        (config,) = check_command_line("train", job.overrides)
+        config = job_config(job.overrides, job.variant, own[job.variant])
         job.run_id = run_id(config)
         if log_root is None:
             log_root = ablation_dir(config, folder)
@@ -104,6 +106,21 @@ def plan(
             job.resume = unfinished / CHECKPOINT_DIR / "last.ckpt"
             job.overrides.append(f"ckpt_path={quoted(job.resume)}")
     return jobs
+
+
+def job_config(overrides: list[str], variant: str, own: list[str]) -> dict[str, Any]:
+    """One job's checked config. A mistake that only the variant's own overrides make (a key
+    that the command line's other choices removed, say) names the variant, whose overrides are
+    not on the command line the user typed."""
+    try:
+        (config,) = check_command_line("train", overrides)
+    except ConfigError as err:
+        try:
+            check_command_line("train", [o for o in overrides if o not in own])
+        except ConfigError:
+            raise err from None
+        raise ConfigError(f"variant {variant} ({' '.join(own)}): {err}") from None
+    return config
 
 
 def ablation_dir(config: dict[str, Any], folder: str) -> Path:

@@ -27,6 +27,25 @@ from research.config.paths import config_dir, group_options
 from research.config.schema import MAX_SEED
 
 KEYS = ("base", "variants", "axes", "seeds", "tags", "metrics", "baseline")
+# What research-ablate sets in every job itself, and where a user says what they meant instead.
+SET_PER_JOB = {
+    "seed": "each job's seed is one of the file's `seeds` (--seeds picks some, --until-decided "
+    "adds more)",
+    "variant": "each job's variant is its name in the file (--only picks some)",
+    "group": "the W&B group is the ablation's folder name",
+    "tags": "each job's tags are the file's `tags` plus 'ablation' and its name",
+}
+
+
+def check_not_set_per_job(overrides: list[str], where: str) -> None:
+    """Refuse an override of a key research-ablate sets in every job: the job's own value would
+    win without a word (and an extra one would still name the ablation's folder)."""
+    for override in overrides:
+        key = override.lstrip("+~").partition("=")[0]
+        if key in SET_PER_JOB:
+            raise ConfigError(
+                f"{where}{override}: research-ablate sets {key} in every job: {SET_PER_JOB[key]}"
+            )
 
 
 def load_ablation(name: str) -> dict[str, Any]:
@@ -116,6 +135,8 @@ def _strings(path: Path, key: str, value: Any) -> list[str]:
                 '"optimizer.betas=[0.9,0.99]"'
             )
     check_overrides(value, f"{path}: {key}:")
+    if key == "base" or key.startswith(("variants.", "axes.")):
+        check_not_set_per_job(value, f"{path}: {key}: ")
     return value
 
 

@@ -35,7 +35,7 @@ from research.ablation.decide import (
     write_decisions,
 )
 from research.ablation.plan import Job, ablation_dir, folder_name, plan, summary_line
-from research.ablation.spec import load_ablation, variants
+from research.ablation.spec import check_not_set_per_job, load_ablation, variants
 from research.cli.app import run, train_task
 from research.cli.console_script import run_console_script
 from research.config.compose import check_command_line
@@ -255,6 +255,7 @@ def main(argv: list[str] | None = None) -> int:
         spec = load_ablation(args.name)
         launcher_args = [o for o in args.overrides if o.startswith(("launcher=", "hydra."))]
         extra = [o for o in args.overrides if o not in launcher_args]
+        check_not_set_per_job(extra, "")
         only = set(_selected(list(variants(spec)), args.only, "--only"))
         compared = [v for v in variants(spec) if v in only and v != spec.get("baseline")]
         _check_until(args, spec, compared)
