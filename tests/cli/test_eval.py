@@ -182,3 +182,15 @@ def test_eval_of_a_damaged_saved_config_is_one_line(finished_run: Path, workdir:
     saved.write_text("- not\n- a mapping\n")
     _refused(run_cli("research-eval", str(copy), cwd=workdir), "it holds a list")
     assert run_dirs(workdir, task="eval") == []
+
+
+def test_an_unquoted_overrides_list_is_answered_with_its_quoted_form(tmp_path: Path, capsys):
+    from research.cli.eval import main
+
+    typed = "overrides=[data.batch_size=7,model.net.channels=[3,4]]"
+    assert main([str(tmp_path), typed]) == 2
+    assert capsys.readouterr().err == (
+        f"research-eval: error: {typed}: quote each item, since Hydra reads '=' in an unquoted "
+        "list item as a syntax error: "
+        """'overrides=["data.batch_size=7","model.net.channels=[3,4]"]'\n"""
+    )

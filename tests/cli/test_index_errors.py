@@ -147,7 +147,10 @@ def test_a_bad_corpus_or_checkpoint_found_while_building_is_one_line(colbert, tm
     broken = _copy(run, tmp_path / "broken")
     (broken / "checkpoints" / "best.ckpt").write_bytes(b"not a checkpoint")
     line = _index(broken, beir, tmp_path / "out", cwd=tmp_path)
+    assert "error: --ckpt best: " in line  # the option as research-index spells it
     assert "best.ckpt: not a checkpoint (torch.save writes a zip archive)" in line
+    line = _index(run, beir, tmp_path / "out", "--ckpt", "no.ckpt", cwd=tmp_path)
+    assert "error: --ckpt no.ckpt: no such file; choose best, last or a .ckpt file" in line
     assert not (tmp_path / "out").exists()
 
 

@@ -45,11 +45,25 @@ def test_overrides_change_the_saved_config(run_dir: Path):
     assert config["model"]["net"]["position"] == "learned"
 
 
+def test_an_override_below_a_null_node_makes_it(run_dir: Path):
+    _saved(run_dir, lambda c: c["model"]["net"].update(rope_scaling=None))
+    overrides = ["model.net.rope_scaling.rope_type=linear", "model.net.rope_scaling.factor=2.0"]
+    scaling = saved_run_config(run_dir, overrides)["model"]["net"]["rope_scaling"]
+    assert scaling["rope_type"] == "linear" and scaling["factor"] == 2.0
+
+
 @pytest.mark.parametrize(
     ("overrides", "expected"),
     [
         (["model.net.dropout=2"], "model.net.dropout=2.0 is out of range"),
-        (["model.net.bogus=1"], "model.net.bogus is not an option of"),
+        # OmegaConf would add any key: a typo would evaluate the run unchanged.
+        (["model.net.bogus=1"], "model.net.bogus=1: the run's config has no model.net.bogus; "),
+        (["+model.net.bogus=1"], "model.net.bogus is not an option of"),
+        (["nope=1"], "nope=1: the run's config has no nope; it has: callbacks, "),
+        (["data.eval_num_pair=[8]"], "no data.eval_num_pair; did you mean data.eval_num_pairs?"),
+        # The saved config holds the option the run was trained with, no other's defaults.
+        (["data=digits"], "data=digits: data is a node of the run's config, not a value; "),
+        (["data"], "'data' is not key=value"),
         (["model.net.rope_scaling.rope_type=magic"], "rope_scaling.rope_type='magic' is not valid"),
         (["model.net.d_model=[1"], "overrides="),
     ],

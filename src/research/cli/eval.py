@@ -6,6 +6,8 @@ The run dir is `run_dir=<dir>` or, as a shell user would type it, a bare argumen
 
 from __future__ import annotations
 
+import json
+import re
 import shlex
 import sys
 from collections.abc import Sequence
@@ -50,10 +52,27 @@ def positional_run_dir(args: list[str]) -> list[str]:
     return [f"run_dir={quoted(arg)}" if i in bare else arg for i, arg in enumerate(args)]
 
 
+def check_quoted_items(args: list[str]) -> None:
+    """`overrides=[data.batch_size=64]`, as one first types it: Hydra's grammar reads the `=`
+    inside the list as a syntax error; name the quoted form instead of that parse error."""
+    for arg in args:
+        if not (arg.startswith("overrides=[") and arg.endswith("]")):
+            continue
+        items = re.split(r",(?=[+\w.]+=)", arg[len("overrides=[") : -1])
+        bare = [item for item in items if "=" in item and not item.startswith(("'", '"'))]
+        if bare:
+            quoted = ",".join(json.dumps(item) for item in items)
+            raise ConfigError(
+                f"{arg}: quote each item, since Hydra reads '=' in an unquoted list item as a "
+                f"syntax error: 'overrides=[{quoted}]'"
+            )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run `research-eval` with `argv` (default: the process's arguments); the exit status."""
     typed = list(sys.argv[1:] if argv is None else argv)
     try:
+        check_quoted_items(typed)
         args = positional_run_dir(typed)
     except ConfigError as err:
         print(f"{PROG}: error: {err}", file=sys.stderr)

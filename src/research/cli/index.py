@@ -87,7 +87,7 @@ def check_arguments(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
             f"run_dir={run_dir.expanduser().resolve()} trained {config['model']['_target_']}, "
             "which has no search index; give a retrieval run (e.g. experiment=colbert_stdlib)"
         )
-    eval_checkpoint(run_dir.expanduser().resolve(), args.ckpt)
+    eval_checkpoint(run_dir.expanduser().resolve(), args.ckpt, option="--ckpt ")
     search = dict(config["model"]["search"] or {})
     if args.kind is not None and args.kind != search.get("kind", "exact"):
         search = {"kind": args.kind}

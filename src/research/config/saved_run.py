@@ -11,6 +11,7 @@ resolve (`${oc.create:...}` left behind by an escaped `\\${`), which could make 
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -125,6 +126,44 @@ def check_trusted(config: dict[str, Any], source: Path, opt_in: str) -> None:
         )
 
 
+def _checked_overrides(cfg: DictConfig, overrides: Sequence[str]) -> list[str]:
+    """The evaluation's overrides as OmegaConf's dotlist. Each sets a key the saved config has
+    (`+key=value` adds one; OmegaConf would add any silently), and a value: a node such as
+    `data` holds the option the run was trained with, and no other option's defaults."""
+    dotlist = []
+    for override in overrides:
+        key, equals, _ = override.partition("=")
+        if not equals or not key.lstrip("+"):
+            raise ConfigError(f"{override!r} is not key=value")
+        if not key.startswith("+"):
+            _check_settable(cfg, key, override)
+        dotlist.append(override.lstrip("+"))
+    return dotlist
+
+
+def _check_settable(cfg: DictConfig, key: str, override: str) -> None:
+    """`key` names a value of the saved config, or a key below a null one (which it creates)."""
+    node: Any = cfg
+    parts = key.split(".")
+    for depth, part in enumerate(parts):
+        if node._is_none():  # noqa: SLF001 - OmegaConf's own test, without resolving
+            return
+        if not isinstance(node, DictConfig) or part not in node:
+            names = sorted(str(k) for k in node) if isinstance(node, DictConfig) else []
+            close = difflib.get_close_matches(part, names, n=1)
+            hint = f"did you mean {'.'.join([*parts[:depth], close[0]])}? " if close else ""
+            has = f"{'.'.join(parts[:depth]) or 'it'} has: {', '.join(names)}; " if names else ""
+            raise ConfigError(
+                f"{override}: the run's config has no {key}; {hint}{has}to add it write +{override}"
+            )
+        node = compat.omegaconf_child(node, part)
+    if isinstance(node, DictConfig) and not node._is_none():  # noqa: SLF001
+        raise ConfigError(
+            f"{override}: {key} is a node of the run's config, not a value; an evaluation changes "
+            f"values ({key}.<key>=<value>), not the option the run was trained with"
+        )
+
+
 def saved_run_config(
     run_dir: str | Path,
     overrides: Sequence[str] = (),
@@ -141,7 +180,9 @@ def saved_run_config(
     except OmegaConfBaseException as err:
         raise ConfigError(f"run_dir={source}: {SAVED_CONFIG}: {one_line(err)}") from None
     try:
-        cfg.merge_with_dotlist(list(overrides))
+        cfg.merge_with_dotlist(_checked_overrides(cfg, overrides))
+    except ConfigError as err:
+        raise ConfigError(f"overrides={list(overrides)}: {err}") from None
     except Exception as err:  # noqa: BLE001 - OmegaConf's parse and key errors alike
         raise ConfigError(f"overrides={list(overrides)}: {one_line(err)}") from None
     try:

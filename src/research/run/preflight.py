@@ -232,15 +232,15 @@ def check_free_space(folder: Path) -> None:
         )
 
 
-def eval_checkpoint(run_dir: Path, which: str) -> Path:
+def eval_checkpoint(run_dir: Path, which: str, option: str = "ckpt=") -> Path:
     """The checkpoint research-eval tests: for `best`, the one the run's metrics.json names
     (so a run whose best.ckpt was overwritten or moved is still evaluated on what it reported);
-    `last`; or a file path."""
+    `last`; or a file path. `option` is how the caller's user spells the choice."""
     if which not in ("best", "last"):
         path = Path(which).expanduser().resolve()
         problem = not_a_checkpoint(path)
         if problem is not None:
-            raise ConfigError(f"ckpt={which}: {problem}; choose best, last or a .ckpt file")
+            raise ConfigError(f"{option}{which}: {problem}; choose best, last or a .ckpt file")
         return path
     best = (read_metrics(run_dir) or {}).get("best")
     named = best.get("checkpoint") if isinstance(best, dict) else None
@@ -250,9 +250,9 @@ def eval_checkpoint(run_dir: Path, which: str) -> Path:
     if not path.is_file():
         saved = sorted(p.name for p in (run_dir / CHECKPOINT_DIR).glob("*.ckpt"))
         raise ConfigError(
-            f"ckpt={which}: {path} does not exist; the run saved: {', '.join(saved) or 'none'}"
+            f"{option}{which}: {path} does not exist; the run saved: {', '.join(saved) or 'none'}"
         )
     problem = not_a_checkpoint(path)
     if problem is not None:
-        raise ConfigError(f"ckpt={which}: {path}: {problem}; give another .ckpt file")
+        raise ConfigError(f"{option}{which}: {path}: {problem}; give another .ckpt file")
     return path
