@@ -59,6 +59,19 @@ def test_no_runs_and_unknown_metric_are_one_line_errors(runs_folder: Path, tmp_p
     assert "unknown metric 'x'" in _error_line(capsys)
 
 
+def test_an_out_that_is_a_file_or_cannot_be_made_is_one_line(
+    runs_folder: Path, tmp_path: Path, capsys
+):
+    taken = tmp_path / "notes.txt"
+    taken.write_text("mine")
+    assert main([str(runs_folder), "--out", str(taken)]) == 2
+    assert f"--out {taken} is a file; give a folder (made if missing)" in _error_line(capsys)
+    assert taken.read_text() == "mine"
+    below = taken / "report"  # a folder inside a file: mkdir fails with ENOTDIR
+    assert main([str(runs_folder), "--out", str(below)]) == 2
+    assert f"--out {below}: cannot make the folder: Not a directory" in _error_line(capsys)
+
+
 def test_baseline_and_where_options(runs_folder: Path, tmp_path: Path, capsys):
     out = ["--out", str(tmp_path / "o"), "--metric", "test/acc"]
     assert main([str(runs_folder), *out, "--baseline", "wide", "--where", "seed=0"]) == 0

@@ -230,6 +230,12 @@ def analyse(
     )
 
 
+def _check_folder(out_dir: Path | None) -> None:
+    """Refused before the runs are read, so that a wrong --out costs nothing."""
+    if out_dir is not None and out_dir.exists() and not out_dir.is_dir():
+        raise ReportError(f"--out {out_dir} is a file; give a folder (made if missing)")
+
+
 def build_report(
     source: Path,
     out_dir: Path,
@@ -245,9 +251,14 @@ def build_report(
     adds the paper tables (`export.FORMATS`); `options` are `analyse`'s (direction, where,
     baseline, ablation, ablation_name, names)."""
     check_band(band)
+    _check_folder(out_dir)
     report = analyse(source, metrics, out_dir=out_dir, **options)
     out_dir, runs, table, chosen = report.out_dir, report.runs, report.table, report.metrics
-    out_dir.mkdir(parents=True, exist_ok=True)
+    _check_folder(out_dir)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise ReportError(f"--out {out_dir}: cannot make the folder: {err.strerror}") from None
     shown = runs if report.recorded else relative_run_dirs(runs, report.source)
     # A re-render from runs.csv writes over its own input: replace it whole or not at all.
     with replacing(out_dir / "runs.csv", durable=False) as partial:
