@@ -44,6 +44,9 @@ CASES = [
     ),
     (["seed=4294967296"], "seed=4294967296 is out of range; it must be <= 4294967295"),
     (["-m", "ckpt_path=last", "seed=0,1"], "ckpt_path=last cannot run under -m"),
+    # Without -m Hydra runs the job here: these were a quiet local run of the defaults.
+    (["hparams_search=optuna"], "hparams_search=optuna takes effect in a multirun only; add -m"),
+    (["launcher=submitit_local"], "launcher=submitit_local takes effect in a multirun only"),
     # Hydra's own refusals, in one line naming the override, with what to write instead.
     (["modle=mlp"], "modle=mlp: no such key or config group; did you mean model?"),
     (["model=null"], "model=null: model cannot be null; choose one of: cnn"),

@@ -174,3 +174,25 @@ def test_ablation_on_slurm_then_skips_what_is_done(workdir: Path):
     )
     assert again.returncode == 0, again.stderr[-3000:]
     assert "0 of 2 jobs to run" in again.stdout
+
+
+def test_what_sbatch_refuses_ends_the_command_with_its_reasons_and_no_traceback(workdir: Path):
+    done = run_cli(
+        "research-train",
+        "-m",
+        *SLURM,
+        *QUIET,
+        "hydra.launcher.partition=nope",
+        "seed=0,1",
+        cwd=workdir,
+        subprocess=True,
+        timeout=120,
+    )
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
+    assert (
+        done.stderr.strip()
+        .splitlines()[-1]
+        .startswith("launcher: error: sbatch refused the jobs: invalid partition specified: nope; ")
+    )
+    assert not list(workdir.rglob("metrics.json"))

@@ -19,8 +19,7 @@ from tests.helpers.cli import BIN, cli_env
 # One CPU per job so two jobs run side by side on a 2-core node.
 SLURM = [
     "launcher=submitit_slurm",
-    "hydra.launcher.gpus_per_node=0",
-    "hydra.launcher.tasks_per_node=1",
+    "hydra.launcher.gpus_per_node=0",  # one task per job: the file's default on CPU nodes
     "hydra.launcher.cpus_per_task=1",
     "hydra.launcher.mem_gb=2",
     "hydra.launcher.timeout_min=15",

@@ -9,6 +9,7 @@ metrics.json says what happened to it.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,5 +20,23 @@ from research import compat
 
 class RankZeroSlurmLauncher(SlurmLauncher):
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Any:
+        from submitit.core.utils import FailedJobError
+
         with compat.submitit_first_task_results():
-            return super().launch(job_overrides, initial_job_idx)
+            try:
+                return super().launch(job_overrides, initial_job_idx)
+            except FailedJobError as err:
+                refusal = str(err).strip()
+                if not refusal.startswith("sbatch:"):
+                    raise
+                # A setting the cluster cannot take (partition, memory, gres): one line and
+                # exit 2, as for any config mistake; no job was queued.
+                reasons = "; ".join(
+                    line.removeprefix("sbatch: error: ") for line in refusal.splitlines()
+                )
+                print(
+                    f"launcher: error: sbatch refused the jobs: {reasons}; see the "
+                    "hydra.launcher.* settings (docs/pages/cluster.md)",
+                    file=sys.stderr,
+                )
+                raise SystemExit(2) from None

@@ -16,6 +16,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from omegaconf import OmegaConf
+
 from research import compat
 from research.cli.help import node_help, usage
 from research.cli.run_dirs import RunDirClaim, claim_attempt, claim_run_dir, given
@@ -107,6 +109,22 @@ def _check_searched(config_name: str, hydra: Any, overrides: list[str]) -> None:
             check_command_line(config_name, [*overrides, *searched])
         except ConfigError as err:
             raise ConfigError(f"hydra.sweeper.params: {err}") from None
+
+
+def _check_one_job(prog: str, hydra: Any) -> None:
+    """Without -m Hydra runs the one job here, past any sweeper or launcher: a search or a SLURM
+    submission asked for without -m would quietly be a local run."""
+    choices = hydra.runtime.choices
+    for part, stock, group in (
+        ("sweeper", ".BasicSweeper", "hparams_search"),
+        ("launcher", ".BasicLauncher", "launcher"),
+    ):
+        if not str(OmegaConf.select(hydra, f"{part}._target_") or "").endswith(stock):
+            chosen = f"{group}={choices.get(group)}" if choices.get(group) else f"hydra/{part}"
+            raise ConfigError(
+                f"{chosen} takes effect in a multirun only; add -m ({prog} -m {chosen} ...), "
+                "or drop it to run here"
+            )
 
 
 def _modes(parsed: Any) -> list[str]:
@@ -220,8 +238,10 @@ def run(
                     _check_searched(config_name, hydra_cfg, parsed.overrides)
                     if not given(args, "hydra.sweep.dir"):
                         args.append(f"hydra.sweep.dir={quoted(multirun)}")
-                elif config_name == "train":
-                    claim = claim_run_dir(args, configs[0], hydra_cfg)
+                else:
+                    _check_one_job(prog, hydra_cfg)
+                    if config_name == "train":
+                        claim = claim_run_dir(args, configs[0], hydra_cfg)
         except (ConfigError, RunDirBusy) as err:
             print(f"{prog}: error: {err}", file=sys.stderr)
             return 2

@@ -59,6 +59,8 @@ def register_resolvers() -> None:
         OmegaConf.register_new_resolver("optuna_direction", optuna_direction)
     if not OmegaConf.has_resolver("sum"):
         OmegaConf.register_new_resolver("sum", lambda *values: sum(values))
+    if not OmegaConf.has_resolver("max"):
+        OmegaConf.register_new_resolver("max", lambda *values: max(values))
     if not OmegaConf.has_resolver("longest"):
         OmegaConf.register_new_resolver("longest", longest)
     if not OmegaConf.has_resolver("coalesce"):
