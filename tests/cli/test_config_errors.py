@@ -51,6 +51,11 @@ CASES = [
     (["modle=mlp"], "modle=mlp: no such key or config group; did you mean model?"),
     (["model=null"], "model=null: model cannot be null; choose one of: cnn"),
     (["+model=cnn"], "+model=cnn: model is in the defaults list already; choose its config"),
+    (
+        ["+model.net.dropout=0.1"],
+        "+model.net.dropout=0.1: model.net.dropout is in the config already; set it with "
+        "model.net.dropout=0.1 (no +)",
+    ),
     (["tags=extend_list(a)"], "tags=extend_list(a): Unknown function 'extend_list'"),
     (["-m", "seed=interval(0,1)"], "seed=interval(0,1): interval() samples a range"),
     (["-m", "optimizer=glob(nothing*)"], "optimizer=glob(nothing*) sweeps no value"),

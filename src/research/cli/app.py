@@ -89,6 +89,20 @@ def _check_machine(configs: list[dict[str, Any]], hydra: Any) -> None:
             check_workers(config)
 
 
+def check_launch(
+    prog: str, config_name: str, hydra: Any, configs: list[dict[str, Any]], parsed: Any
+) -> list[list[str]] | None:
+    """What the sweeper and launcher need of the checked configs (`parsed`: Hydra's arguments);
+    the jobs a multirun will launch, in order, where they are known before it starts."""
+    if not parsed.multirun:
+        _check_one_job(prog, hydra)
+        return None
+    _check_multirun(configs)
+    planned = planned_jobs(hydra, parsed.overrides)
+    _check_searched(config_name, hydra, parsed.overrides)
+    return planned
+
+
 def _check_multirun(configs: list[dict[str, Any]]) -> None:
     """`ckpt_path=last` resumes one run in that run's own dir; a multirun gives every job a new
     dir, so each job would fail (or resume elsewhere) after its dir was made."""
@@ -231,17 +245,13 @@ def run(
             if not informative:
                 hydra_cfg = hydra_node(composed[0])
                 _check_machine(configs, hydra_cfg)
+                planned = check_launch(prog, config_name, hydra_cfg, configs, parsed)
                 if parsed.multirun:
-                    _check_multirun(configs)
                     multirun = Path(str(hydra_cfg.sweep.dir))
-                    planned = planned_jobs(hydra_cfg, parsed.overrides)
-                    _check_searched(config_name, hydra_cfg, parsed.overrides)
                     if not given(args, "hydra.sweep.dir"):
                         args.append(f"hydra.sweep.dir={quoted(multirun)}")
-                else:
-                    _check_one_job(prog, hydra_cfg)
-                    if config_name == "train":
-                        claim = claim_run_dir(args, configs[0], hydra_cfg)
+                elif config_name == "train":
+                    claim = claim_run_dir(args, configs[0], hydra_cfg)
         except (ConfigError, RunDirBusy) as err:
             print(f"{prog}: error: {err}", file=sys.stderr)
             return 2

@@ -227,6 +227,12 @@ def _explain(err: BaseException, config_name: str, overrides: list[str]) -> str:
     unknown = re.match(r"Could not (?:override|delete from config\.) '([^']+)'", str(err))
     if unknown:
         return _unknown_key(config_name, overrides, unknown.group(1))
+    present = re.match(r"Could not append to config\. An item is already at '([^']+)'", str(err))
+    if present:
+        key = present.group(1)
+        line = _line_of(overrides, key)
+        fix = line.lstrip("+") if line != key else f"{key}=<value>"
+        return f"{line}: {key} is in the config already; set it with {fix} (no +)"
     return _group_message(err, overrides) or one_line(err)
 
 
