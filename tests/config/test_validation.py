@@ -297,3 +297,14 @@ def test_a_missing_fact_names_the_options_that_have_it():
         "model.net.max_len reads data.max_len, which data=synthetic_recall does not have; data "
         "options that have it: hf_text, stdlib_modules, stdlib_text, synthetic_listops"
     )
+
+
+def test_a_masked_lm_takes_its_mask_id_from_the_data_and_data_without_one_is_refused():
+    """ListOps' id 4 is the digit 3: masking with it taught the model nothing it was told."""
+    (config,) = check_command_line("train", ["model=transformer_mlm", "data=stdlib_text"])
+    assert config["model"]["mask_token_id"] == 4 == config["data"]["mask_token_id"]
+    message = _error(["model=transformer_mlm", "data=synthetic_listops"])
+    assert message == (
+        "model.mask_token_id reads data.mask_token_id, which data=synthetic_listops does not "
+        "have; data options that have it: hf_text, stdlib_modules, stdlib_text"
+    )

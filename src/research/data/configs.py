@@ -20,10 +20,12 @@ from research.config.batches import (
     TOKEN_WINDOWS,
 )
 from research.config.schema import MAX_SEED, Schema, fail, spec
+from research.data.tokenizer import SPECIAL
 
 # ListOps' vocabulary and classes are fixed by the task (research.data.listops.TOKENS): PAD, the
 # ten digits, "[", "]" and four operators; the value 0-9.
 LISTOPS_VOCAB_SIZE = 17
+MASK_TOKEN_ID = SPECIAL.index("[MASK]")
 LISTOPS_NUM_CLASSES = 10
 # What a retrieval split searches: the whole corpus, or only the documents its qrels judge.
 EVAL_CORPORA = ("full", "split")
@@ -160,7 +162,16 @@ class ListOpsConfig(LoaderConfig):
 
 
 @dataclass
-class StdlibTextConfig(FractionsConfig):
+class WordPieceFacts:
+    """What a model reads of the WordPiece tokenizer these datasets train
+    (research.data.tokenizer); a dataset without it has no [MASK] token to give."""
+
+    mask_token_id: int = spec(MASK_TOKEN_ID, choices=(MASK_TOKEN_ID,))
+    """Fixed by the tokenizer's special tokens: the [MASK] id a masked LM writes."""
+
+
+@dataclass
+class StdlibTextConfig(FractionsConfig, WordPieceFacts):
     """Stdlib docstrings as token blocks for MLM (research.data.stdlib_text)."""
 
     targets = ("research.data.stdlib_text.StdlibTextDataModule",)
@@ -174,7 +185,7 @@ class StdlibTextConfig(FractionsConfig):
 
 
 @dataclass
-class StdlibModulesConfig(FractionsConfig):
+class StdlibModulesConfig(FractionsConfig, WordPieceFacts):
     """Docstring -> its top-level stdlib module (research.data.stdlib_modules)."""
 
     targets = ("research.data.stdlib_modules.StdlibModulesDataModule",)
@@ -192,7 +203,7 @@ class StdlibModulesConfig(FractionsConfig):
 
 
 @dataclass
-class HFTextConfig(LoaderConfig):
+class HFTextConfig(LoaderConfig, WordPieceFacts):
     """A text-classification dataset through datasets.load_dataset (research.data.hf_text)."""
 
     targets = ("research.data.hf_text.HFTextDataModule",)
