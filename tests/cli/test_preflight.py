@@ -89,6 +89,32 @@ def test_a_datasets_missing_files_are_refused_before_a_run_dir_exists(workdir: P
     assert not (workdir / "logs").exists()
 
 
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (
+            [
+                "model=transformer_lm",
+                "data=hf_lm",
+                "data.name=text",
+                "data.data_files={{train: {none}}}",
+            ],
+            "data.data_files.train='{none}' matches no file",
+        ),
+        (["data=mnist"], "data.data_dir='{data}' lacks MNIST/raw/train-images-idx3-ubyte; "),
+    ],
+)
+def test_local_dataset_files_that_are_not_there_are_refused_before_a_run_dir_exists(
+    workdir: Path, args: list[str], expected: str
+):
+    """Local text files of a datasets builder, and torchvision's files without download."""
+    where = {"none": workdir / "none" / "*.txt", "data": workdir / "d"}
+    args = [a.format(**where) for a in args]
+    line = _refused(run_cli("research-train", *args, f"paths.data_dir={workdir}/d", cwd=workdir))
+    assert expected.format(**where) in line, line
+    assert not (workdir / "logs").exists()
+
+
 def test_a_log_dir_that_is_a_file_is_refused(workdir: Path):
     (workdir / "taken").write_text("a file\n")
     line = _refused(run_cli("research-train", f"paths.log_dir={workdir}/taken/logs", cwd=workdir))

@@ -92,3 +92,14 @@ def test_each_data_yaml_sets_only_declared_fields(yaml: Path):
     schema = declaration(node.pop("_target_"))
     assert schema is not None and schema.__module__ == "research.data.configs"
     assert set(node) <= {field.name for field in dataclasses.fields(schema)}
+
+
+def test_a_builders_local_data_files_must_each_match_a_file(tmp_path: Path):
+    from research.data.configs import check_data_files
+
+    (tmp_path / "a.txt").write_text("a document\n")
+    check_data_files("data", str(tmp_path / "*.txt"))
+    check_data_files("data", {"train": [str(tmp_path / "a.txt")], "test": "https://host/t.txt"})
+    given = {"train": str(tmp_path / "a.txt"), "test": str(tmp_path / "b.txt")}
+    with pytest.raises(ConfigError, match=r"^data\.data_files\.test='.*/b\.txt' matches no file$"):
+        check_data_files("data", given)

@@ -144,3 +144,30 @@ def test_missing_torchvision_names_the_extra(tmp_path: Path, monkeypatch: pytest
     with pytest.raises(ImportError) as err:
         _setup(CIFAR10DataModule, tmp_path)
     assert "\n" not in str(err.value) and "research[vision]" in str(err.value)
+
+
+@DATASETS
+def test_the_preflight_asks_for_the_files_torchvision_reads_no_more_no_fewer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, module_cls, channels: int, size: int
+):
+    """Without download a missing file is refused before the run dir is made; each file the
+    check asks for is one torchvision's own loading fails without."""
+    from research.config.errors import ConfigError
+    from research.data.configs import TORCHVISION_FILES, ImageDataConfig
+
+    target = f"{module_cls.__module__}.{module_cls.__name__}"
+    declared = ImageDataConfig(data_dir=str(tmp_path))
+    with pytest.raises(ConfigError, match=r"data\.download=true fetches the official files"):
+        declared.check_machine("data", {"data": {"_target_": target}})
+    _write(tmp_path, module_cls, monkeypatch)
+    declared.check_machine("data", {"data": {"_target_": target}})
+    _setup(module_cls, tmp_path)
+    folder, names = TORCHVISION_FILES[target]
+    for name in names:
+        kept = (tmp_path / folder / name).read_bytes()
+        (tmp_path / folder / name).unlink()
+        with pytest.raises(ConfigError, match=f"lacks {folder}/{name};"):
+            declared.check_machine("data", {"data": {"_target_": target}})
+        with pytest.raises(FileNotFoundError):
+            _setup(module_cls, tmp_path)
+        (tmp_path / folder / name).write_bytes(kept)

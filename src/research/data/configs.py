@@ -7,6 +7,7 @@ range or rule exists in one place only. `targets` names the classes built from i
 
 from __future__ import annotations
 
+import glob
 from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
@@ -27,6 +28,21 @@ from research.data.tokenizer import SPECIAL
 LISTOPS_VOCAB_SIZE = 17
 MASK_TOKEN_ID = SPECIAL.index("[MASK]")
 LISTOPS_NUM_CLASSES = 10
+# The official files torchvision reads for each dataset (its resources, uncompressed), under
+# data_dir: without download, a missing one is refused before the run dir is made.
+_MNIST_FILES = tuple(
+    f"{split}-{kind}"
+    for split in ("train", "t10k")
+    for kind in ("images-idx3-ubyte", "labels-idx1-ubyte")
+)
+TORCHVISION_FILES = {
+    "research.data.vision.MNISTDataModule": ("MNIST/raw", _MNIST_FILES),
+    "research.data.vision.FashionMNISTDataModule": ("FashionMNIST/raw", _MNIST_FILES),
+    "research.data.vision.CIFAR10DataModule": (
+        "cifar-10-batches-py",
+        (*(f"data_batch_{i}" for i in range(1, 6)), "test_batch", "batches.meta"),
+    ),
+}
 # What a retrieval split searches: the whole corpus, or only the documents its qrels judge.
 EVAL_CORPORA = ("full", "split")
 
@@ -81,6 +97,23 @@ class ImageDataConfig(FractionsConfig):
     """Channels per image (1 grey, 3 colour): a fact the model config reads."""
     image_size: int = spec(8, ge=1)
     """Height and width of the square images: a fact the model config reads."""
+
+    def check_machine(self, at: str, config: dict[str, Any]) -> None:
+        expected = TORCHVISION_FILES.get(_node(config, at).get("_target_", ""))
+        if expected is None or self.download:
+            return
+        folder, names = expected
+        missing = next(
+            (n for n in names if not (Path(self.data_dir).expanduser() / folder / n).is_file()),
+            None,
+        )
+        if missing is not None:
+            fail(
+                at,
+                "data_dir",
+                f"={self.data_dir!r} lacks {folder}/{missing}; {at}.download=true fetches the "
+                "official files, or copy them there",
+            )
 
 
 @dataclass
@@ -202,6 +235,25 @@ class StdlibModulesConfig(FractionsConfig, WordPieceFacts):
             fail(at, "test_fraction", "plus val_fraction must be < 1, leaving a train split")
 
 
+def _node(config: dict[str, Any], at: str) -> dict[str, Any]:
+    for part in at.split("."):
+        config = config[part]
+    return config
+
+
+def check_data_files(at: str, data_files: Any) -> None:
+    """Each local file or pattern of a builder's `data_files` (a path, a list, or split -> either)
+    matches a file; a URL is left to the loader."""
+    by_split = data_files if isinstance(data_files, dict) else {None: data_files}
+    for split, given in by_split.items():
+        for pattern in given if isinstance(given, list) else [given]:
+            if not isinstance(pattern, str) or "://" in pattern:
+                continue
+            if not glob.glob(str(Path(pattern).expanduser()), recursive=True):
+                key = "data_files" + (f".{split}" if split is not None else "")
+                fail(at, key, f"={pattern!r} matches no file")
+
+
 @dataclass
 class HFTextConfig(LoaderConfig, WordPieceFacts):
     """A text-classification dataset through datasets.load_dataset (research.data.hf_text)."""
@@ -229,6 +281,9 @@ class HFTextConfig(LoaderConfig, WordPieceFacts):
     dataset has no test split."""
     max_train_size: int | None = spec(None, ge=1)
     """Train on only the first this many training examples (a quick run); null: all of them."""
+
+    def check_machine(self, at: str, config: dict[str, Any]) -> None:
+        check_data_files(at, self.data_files)
 
 
 @dataclass
@@ -295,6 +350,9 @@ class HFLanguageModelConfig(LanguageModelDataConfig):
     """Local files for a builder name, e.g. {train: a.jsonl}; null for a hub dataset."""
     text_field: str = "text"
     """Column holding the text; each row is one document."""
+
+    def check_machine(self, at: str, config: dict[str, Any]) -> None:
+        check_data_files(at, self.data_files)
 
 
 @dataclass
