@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -196,3 +197,24 @@ def test_what_sbatch_refuses_ends_the_command_with_its_reasons_and_no_traceback(
         .startswith("launcher: error: sbatch refused the jobs: invalid partition specified: nope; ")
     )
     assert not list(workdir.rglob("metrics.json"))
+
+
+def test_a_stopped_sweep_says_its_slurm_jobs_go_on_and_how_to_cancel_them(workdir: Path):
+    """Ctrl-C ends the command, not the jobs SLURM runs; the summary said they never started."""
+    proc = slurm.start(workdir, "-m", *SLURM, *TRAIN, "trainer.max_epochs=200", "seed=0")
+    try:
+        _, job_id = slurm.when_training(workdir, 0)
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, out[-3000:]
+    assert (
+        f"sweep: its jobs were handed to submitit_slurm and go on without this command; "
+        f"scancel {job_id} stops them"
+    ) in out
+    summary = json.loads((slurm.sweep_dir(workdir) / "sweep_summary.json").read_text())
+    assert summary["stopped_by"] == "SIGINT" and summary["not_started"] is None
+    queued = subprocess.run(["squeue", "-h", "-j", job_id], capture_output=True, text=True)
+    assert queued.stdout.strip(), "the job still runs"

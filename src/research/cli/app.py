@@ -233,6 +233,7 @@ def run(
     info_only = any(getattr(parsed, flag, None) for flag in INFO_FLAGS)
     informative = info_only or bool(parsed.cfg)
     multirun: Path | None = None
+    launcher: str | None = None  # whose jobs run in processes of their own (submitit)
     planned: list[list[str]] | None = None
     claim: RunDirClaim | None = None
     if not info_only:
@@ -248,6 +249,7 @@ def run(
                 planned = check_launch(prog, config_name, hydra_cfg, configs, parsed)
                 if parsed.multirun:
                     multirun = Path(str(hydra_cfg.sweep.dir))
+                    launcher = _launcher_elsewhere(hydra_cfg)
                     if not given(args, "hydra.sweep.dir"):
                         args.append(f"hydra.sweep.dir={quoted(multirun)}")
                 elif config_name == "train":
@@ -286,7 +288,7 @@ def run(
         with signals_raise():
             main(job)()
     except Interrupted as stop:
-        return _stopped(prog, stop, multirun, planned, started, bool(outcomes))
+        return _stopped(prog, stop, (multirun, launcher), planned, started, bool(outcomes))
     finally:
         sys.argv = saved_argv
         if claim is not None:
@@ -298,23 +300,48 @@ def run(
     return outcomes[0].exit_code if len(outcomes) == 1 else 1
 
 
+def _launcher_elsewhere(hydra: Any) -> str | None:
+    """The launcher whose jobs run in processes of their own (submitit), or None for Hydra's
+    basic launcher, which runs them in this one."""
+    if str(OmegaConf.select(hydra, "launcher._target_") or "").endswith(".BasicLauncher"):
+        return None
+    return str(hydra.runtime.choices.get("hydra/launcher"))
+
+
 def _stopped(
     prog: str,
     stop: Interrupted,
-    multirun: Path | None,
+    sweep: tuple[Path | None, str | None],
     planned: list[list[str]] | None,
     started: list[int],
     any_job_ended: bool,
 ) -> int:
     """A signal ended the command: a sweep records which jobs never started; the exit status
-    is 128 + the signal (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP)."""
+    is 128 + the signal (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP). Jobs handed to a launcher's own
+    processes (SLURM's) go on without this command: say so, and how to stop them."""
     from research.tracking.sweep_summary import record_stopped_sweep
 
+    multirun, launcher = sweep
     if multirun is not None:
         never = None
-        if planned is not None:
+        if planned is not None and launcher is None:
             never = [" ".join(job) for i, job in enumerate(planned) if i not in started]
         record_stopped_sweep(multirun, never, stop.name)
+        if launcher is not None:
+            print(_still_queued(multirun, launcher), file=sys.stderr)
     elif not any_job_ended:
         print(f"{prog}: interrupted by {stop.name} before the run started", file=sys.stderr)
     return stop.exit_code
+
+
+def _still_queued(multirun: Path, launcher: str) -> str:
+    """Where the handed-off jobs are; for SLURM the job ids to cancel (submitit's folder per
+    submission is named by its job id, `%j`)."""
+    folder = multirun / ".submitit"
+    ids = sorted(p.name for p in folder.glob("*") if p.name.isdigit()) if folder.is_dir() else []
+    how = (
+        f"scancel {' '.join(ids)} stops them"
+        if launcher == "submitit_slurm" and ids
+        else f"their job folders are under {folder}"
+    )
+    return f"sweep: its jobs were handed to {launcher} and go on without this command; {how}"
