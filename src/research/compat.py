@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
+import subprocess
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -354,6 +355,37 @@ def submitit_first_task_results() -> Iterator[None]:
         yield
     finally:
         Job.results = stock  # type: ignore[method-assign]
+
+
+@contextlib.contextmanager
+def sbatch_tests_first() -> Iterator[None]:
+    """Within the block, submitit's SLURM executor runs `sbatch --test-only` on each submission
+    file before it submits it, and raises submitit's FailedJobError with sbatch's `error:` lines
+    where it fails: a request no node can meet (more CPUs or memory than any node has) is refused
+    then, where sbatch itself would queue it for ever on a cluster without EnforcePartLimits.
+    submitit builds the command in its private `_make_submission_command`."""
+    from submitit.core.utils import FailedJobError
+    from submitit.slurm.slurm import SlurmExecutor
+
+    stock = SlurmExecutor._make_submission_command
+
+    def tested(executor: Any, path: Any) -> list[str]:
+        command = stock(executor, path)
+        trial = subprocess.run(
+            [command[0], "--test-only", *command[1:]], capture_output=True, text=True, check=False
+        )
+        if trial.returncode != 0:
+            said = (trial.stderr or trial.stdout).strip().splitlines()
+            raise FailedJobError(
+                "\n".join(ln if ln.startswith("sbatch:") else f"sbatch: error: {ln}" for ln in said)
+            )
+        return command
+
+    SlurmExecutor._make_submission_command = tested  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        SlurmExecutor._make_submission_command = stock  # type: ignore[method-assign]
 
 
 def inductor_cpp_compilers() -> list[str]:

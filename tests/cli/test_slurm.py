@@ -177,13 +177,24 @@ def test_ablation_on_slurm_then_skips_what_is_done(workdir: Path):
     assert "0 of 2 jobs to run" in again.stdout
 
 
-def test_what_sbatch_refuses_ends_the_command_with_its_reasons_and_no_traceback(workdir: Path):
+@pytest.mark.parametrize(
+    ("setting", "reason"),
+    [
+        ("hydra.launcher.partition=nope", "invalid partition specified: nope; "),
+        # sbatch itself takes this and SLURM queues it for ever (PartitionConfig): no node of
+        # the test cluster has 64 CPUs, and it does not enforce partition limits.
+        ("hydra.launcher.cpus_per_task=64", "Requested node configuration is not available; "),
+    ],
+)
+def test_what_sbatch_refuses_or_could_never_run_ends_the_command_in_one_line(
+    workdir: Path, setting: str, reason: str
+):
     done = run_cli(
         "research-train",
         "-m",
         *SLURM,
         *QUIET,
-        "hydra.launcher.partition=nope",
+        setting,
         "seed=0,1",
         cwd=workdir,
         subprocess=True,
@@ -191,12 +202,11 @@ def test_what_sbatch_refuses_ends_the_command_with_its_reasons_and_no_traceback(
     )
     assert done.returncode == 2
     assert "Traceback" not in done.stderr
-    assert (
-        done.stderr.strip()
-        .splitlines()[-1]
-        .startswith("launcher: error: sbatch refused the jobs: invalid partition specified: nope; ")
-    )
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("launcher: error: sbatch refused the jobs: ") and reason in last
     assert not list(workdir.rglob("metrics.json"))
+    # submitit names a folder after each job id SLURM gives it: none was queued.
+    assert not [p.name for p in workdir.rglob(".submitit/*") if p.is_dir()]
 
 
 def test_a_stopped_sweep_says_its_slurm_jobs_go_on_and_how_to_cancel_them(workdir: Path):

@@ -5,6 +5,10 @@ asks every task for a result, so a task that died with its node raises out of th
 while the sweep's other jobs still run, and no sweep summary is written. Here the launcher waits
 for every task of every job, as before, and reads rank zero's result only; the run's
 metrics.json says what happened to it.
+
+Each submission is tried with `sbatch --test-only` first: what SLURM refuses, or could never
+schedule (more CPUs or memory than any node has, which a cluster without EnforcePartLimits would
+queue for ever), ends the command in one line with exit status 2, nothing queued.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ class RankZeroSlurmLauncher(SlurmLauncher):
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Any:
         from submitit.core.utils import FailedJobError
 
-        with compat.submitit_first_task_results():
+        with compat.submitit_first_task_results(), compat.sbatch_tests_first():
             try:
                 return super().launch(job_overrides, initial_job_idx)
             except FailedJobError as err:
