@@ -20,7 +20,13 @@ from omegaconf import OmegaConf
 
 from research import compat
 from research.cli.help import node_help, usage
-from research.cli.run_dirs import RunDirClaim, claim_attempt, claim_run_dir, given
+from research.cli.run_dirs import (
+    RunDirClaim,
+    claim_attempt,
+    claim_run_dir,
+    given,
+    is_rank_zero,
+)
 from research.config.compose import (
     check_command_line,
     compose_all,
@@ -95,7 +101,8 @@ def check_launch(
     """What the sweeper and launcher need of the checked configs (`parsed`: Hydra's arguments);
     the jobs a multirun will launch, in order, where they are known before it starts."""
     if not parsed.multirun:
-        _check_one_job(prog, hydra)
+        if is_rank_zero():  # DDP's other ranks re-run the job's own command line, without -m
+            _check_one_job(prog, hydra)
         return None
     _check_multirun(configs)
     planned = planned_jobs(hydra, parsed.overrides)
@@ -133,7 +140,7 @@ def _check_one_job(prog: str, hydra: Any) -> None:
         ("sweeper", ".BasicSweeper", "hparams_search"),
         ("launcher", ".BasicLauncher", "launcher"),
     ):
-        if not str(OmegaConf.select(hydra, f"{part}._target_") or "").endswith(stock):
+        if _replaced(hydra, part, stock):
             chosen = f"{group}={choices.get(group)}" if choices.get(group) else f"hydra/{part}"
             raise ConfigError(
                 f"{chosen} takes effect in a multirun only; add -m ({prog} -m {chosen} ...), "
@@ -300,10 +307,15 @@ def run(
     return outcomes[0].exit_code if len(outcomes) == 1 else 1
 
 
+def _replaced(hydra: Any, part: str, stock: str) -> bool:
+    """Whether the command's sweeper or launcher (`part`) is another than Hydra's `stock` one."""
+    return not str(OmegaConf.select(hydra, f"{part}._target_") or "").endswith(stock)
+
+
 def _launcher_elsewhere(hydra: Any) -> str | None:
     """The launcher whose jobs run in processes of their own (submitit), or None for Hydra's
     basic launcher, which runs them in this one."""
-    if str(OmegaConf.select(hydra, "launcher._target_") or "").endswith(".BasicLauncher"):
+    if not _replaced(hydra, "launcher", ".BasicLauncher"):
         return None
     return str(hydra.runtime.choices.get("hydra/launcher"))
 
@@ -336,12 +348,13 @@ def _stopped(
 
 def _still_queued(multirun: Path, launcher: str) -> str:
     """Where the handed-off jobs are; for SLURM the job ids to cancel (submitit's folder per
-    submission is named by its job id, `%j`)."""
+    submission is named by its job id, `%j`). Local submitit jobs are child processes, which a
+    Ctrl-C in the terminal reaches too: whether they go on is not known here."""
     folder = multirun / ".submitit"
     ids = sorted(p.name for p in folder.glob("*") if p.name.isdigit()) if folder.is_dir() else []
-    how = (
-        f"scancel {' '.join(ids)} stops them"
-        if launcher == "submitit_slurm" and ids
-        else f"their job folders are under {folder}"
-    )
-    return f"sweep: its jobs were handed to {launcher} and go on without this command; {how}"
+    if launcher == "submitit_slurm" and ids:
+        return (
+            f"sweep: its jobs were handed to {launcher} and go on without this command; "
+            f"scancel {' '.join(ids)} stops them"
+        )
+    return f"sweep: its jobs were handed to {launcher}, whose job folders are under {folder}"

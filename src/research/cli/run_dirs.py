@@ -24,7 +24,7 @@ def given(args: list[str], key: str) -> bool:
     return any(a.startswith(f"{key}=") for a in args)
 
 
-def _is_rank_zero() -> bool:
+def is_rank_zero() -> bool:
     """Lightning's DDP launcher and SLURM start the other ranks with the same command line;
     only rank zero owns the run dir."""
     return all(os.environ.get(var, "0") == "0" for var in ("RANK", "LOCAL_RANK", "SLURM_PROCID"))
@@ -101,7 +101,7 @@ def claim_run_dir(args: list[str], config: dict[str, Any], hydra: Any) -> RunDir
     ranks run in the dir it claimed."""
     from research.run.preflight import check_not_completed, check_run_dir_identity
 
-    if not _is_rank_zero():
+    if not is_rank_zero():
         return None
     run_dir, reusable = _single_run_dir(args, config, hydra)
     if not reusable:
