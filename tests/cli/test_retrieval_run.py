@@ -68,8 +68,9 @@ def test_research_eval_with_the_voyager_index_agrees_on_a_tiny_corpus(trained: P
 
 @pytest.mark.slow  # shares a ColBERT training run of about 15 s
 def test_research_eval_with_the_plaid_index_on_a_tiny_corpus(trained: Path, workdir):
-    plaid = ["model.search.kind=plaid", "model.search.centroids=16", "model.search.probes=16"]
-    change = "overrides=[" + ",".join(f'"{o}"' for o in [*plaid, "model.search.nbits=4"]) + "]"
+    # The saved exact search has only its kind: PLAID's keys are added (+), as in research-train.
+    plaid = ["model.search.kind=plaid", "+model.search.centroids=16", "+model.search.probes=16"]
+    change = "overrides=[" + ",".join(f'"{o}"' for o in [*plaid, "+model.search.nbits=4"]) + "]"
     done = run_cli("research-eval", f"run_dir={trained}", change, cwd=workdir)
     assert done.returncode == 0, done.stderr[-3000:]
     (evaluation,) = run_dirs(workdir, task="eval")

@@ -45,6 +45,16 @@ def test_overrides_change_the_saved_config(run_dir: Path):
     assert config["model"]["net"]["position"] == "learned"
 
 
+def test_a_node_takes_a_mapping_or_null_but_not_another_options_name(run_dir: Path):
+    """The docs' way to evaluate a run under a RoPE scaling sets the whole node."""
+    scaling = "model.net.rope_scaling={rope_type: dynamic, factor: 8}"
+    assert saved_run_config(run_dir, [scaling])["model"]["net"]["rope_scaling"]["factor"] == 8
+    assert (
+        saved_run_config(run_dir, ["model.net.rope_scaling=null"])["model"]["net"]["rope_scaling"]
+        is None
+    )
+
+
 def test_an_override_below_a_null_node_makes_it(run_dir: Path):
     _saved(run_dir, lambda c: c["model"]["net"].update(rope_scaling=None))
     overrides = ["model.net.rope_scaling.rope_type=linear", "model.net.rope_scaling.factor=2.0"]

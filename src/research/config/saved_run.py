@@ -17,6 +17,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import yaml
 from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
@@ -132,17 +133,18 @@ def _checked_overrides(cfg: DictConfig, overrides: Sequence[str]) -> list[str]:
     `data` holds the option the run was trained with, and no other option's defaults."""
     dotlist = []
     for override in overrides:
-        key, equals, _ = override.partition("=")
+        key, equals, value = override.partition("=")
         if not equals or not key.lstrip("+"):
             raise ConfigError(f"{override!r} is not key=value")
         if not key.startswith("+"):
-            _check_settable(cfg, key, override)
+            _check_settable(cfg, key, override, value)
         dotlist.append(override.lstrip("+"))
     return dotlist
 
 
-def _check_settable(cfg: DictConfig, key: str, override: str) -> None:
-    """`key` names a value of the saved config, or a key below a null one (which it creates)."""
+def _check_settable(cfg: DictConfig, key: str, override: str, value: str) -> None:
+    """`key` names a value of the saved config, or a key below a null one (which it creates); a
+    node takes a mapping or null (`model.net.rope_scaling={rope_type: yarn, ...}`), not a name."""
     node: Any = cfg
     parts = key.split(".")
     for depth, part in enumerate(parts):
@@ -157,11 +159,20 @@ def _check_settable(cfg: DictConfig, key: str, override: str) -> None:
                 f"{override}: the run's config has no {key}; {hint}{has}to add it write +{override}"
             )
         node = compat.omegaconf_child(node, part)
-    if isinstance(node, DictConfig) and not node._is_none():  # noqa: SLF001
+    is_node = isinstance(node, DictConfig) and not node._is_none()  # noqa: SLF001
+    if is_node and not _mapping_or_null(value):
         raise ConfigError(
             f"{override}: {key} is a node of the run's config, not a value; an evaluation changes "
             f"values ({key}.<key>=<value>), not the option the run was trained with"
         )
+
+
+def _mapping_or_null(value: str) -> bool:
+    try:
+        parsed = yaml.safe_load(value)
+    except yaml.YAMLError:
+        return False
+    return parsed is None or isinstance(parsed, dict)
 
 
 def saved_run_config(

@@ -52,7 +52,8 @@ class EvalRun(Schema):
     split: str = spec("test", choices=["test", "val"])
     """Split to evaluate: test or val."""
     overrides: list[str] = spec([])
-    """Changes to the run's saved config for this evaluation only, as key=value strings, e.g.
+    """Changes to the run's saved config for this evaluation only, as key=value strings of keys
+    it has (+key=value adds one), e.g.
     'overrides=["data.eval_num_pairs=[32]","model.net.rope_scaling.rope_type=linear"]'."""
     trust_run_dir: bool = False
     """Build whatever the run's saved config names. By default only declared components are
