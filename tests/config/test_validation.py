@@ -299,12 +299,15 @@ def test_a_missing_fact_names_the_options_that_have_it():
     )
 
 
-def test_a_masked_lm_takes_its_mask_id_from_the_data_and_data_without_one_is_refused():
-    """ListOps' id 4 is the digit 3: masking with it taught the model nothing it was told."""
+def test_a_masked_lm_writes_the_datas_mask_id_and_data_without_one_is_refused():
+    """ListOps' id 4 is the digit 3: masking with it taught the model nothing it was told. The
+    [MASK] id is a class fact of the data's declaration, so no run id changed with the check."""
     (config,) = check_command_line("train", ["model=transformer_mlm", "data=stdlib_text"])
-    assert config["model"]["mask_token_id"] == 4 == config["data"]["mask_token_id"]
-    message = _error(["model=transformer_mlm", "data=synthetic_listops"])
-    assert message == (
-        "model.mask_token_id reads data.mask_token_id, which data=synthetic_listops does not "
-        "have; data options that have it: hf_text, stdlib_modules, stdlib_text"
+    assert config["model"]["mask_token_id"] == 4 and "mask_token_id" not in config["data"]
+    assert _error(["model=transformer_mlm", "data=synthetic_listops"]) == (
+        "model.mask_token_id=4: data=synthetic_listops has no [MASK] token for a masked LM to "
+        "write; data options that have one: hf_text, stdlib_modules, stdlib_text"
+    )
+    assert _error(["model=transformer_mlm", "data=stdlib_text", "model.mask_token_id=5"]) == (
+        "model.mask_token_id=5 is not data=stdlib_text's [MASK] id (4)"
     )

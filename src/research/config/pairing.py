@@ -78,6 +78,15 @@ def _named(group: str, node: Any, bodies: dict[str, dict[str, Any]]) -> str:
     return f"{group} ({target})" if target else group
 
 
+def data_with(fact: str, data: Any) -> tuple[Any, str, list[str]]:
+    """The class fact `fact` of `data`'s declaration (None where it has none), the data's
+    option name, and the data options whose declarations have that fact."""
+    bodies = option_bodies("data")
+    schema = _declared(data) if isinstance(data, dict) else None
+    having = [o for o, body in bodies.items() if getattr(_declared(body), fact, None) is not None]
+    return getattr(schema, fact, None), _named("data", data, bodies), having
+
+
 def check_pairing(config: dict[str, Any]) -> None:
     """Refuse, in one line, a config whose task, network or loss cannot take the kind of batch
     its data gives. `config` is the composed config as plain containers, unresolved."""

@@ -11,7 +11,7 @@ import glob
 from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from research.config.batches import (
     LABELLED_IMAGES,
@@ -194,17 +194,16 @@ class ListOpsConfig(LoaderConfig):
             )
 
 
+class WordPieceVocabulary:
+    """Datasets tokenized by the WordPiece tokenizer research.data.tokenizer trains: its special
+    tokens fix the [MASK] id a masked LM writes (a class fact, not a config key, so no run's
+    identity changes with it). Data without one has no [MASK] token to give."""
+
+    mask_token_id: ClassVar[int] = MASK_TOKEN_ID
+
+
 @dataclass
-class WordPieceFacts:
-    """What a model reads of the WordPiece tokenizer these datasets train
-    (research.data.tokenizer); a dataset without it has no [MASK] token to give."""
-
-    mask_token_id: int = spec(MASK_TOKEN_ID, choices=(MASK_TOKEN_ID,))
-    """Fixed by the tokenizer's special tokens: the [MASK] id a masked LM writes."""
-
-
-@dataclass
-class StdlibTextConfig(FractionsConfig, WordPieceFacts):
+class StdlibTextConfig(FractionsConfig, WordPieceVocabulary):
     """Stdlib docstrings as token blocks for MLM (research.data.stdlib_text)."""
 
     targets = ("research.data.stdlib_text.StdlibTextDataModule",)
@@ -218,7 +217,7 @@ class StdlibTextConfig(FractionsConfig, WordPieceFacts):
 
 
 @dataclass
-class StdlibModulesConfig(FractionsConfig, WordPieceFacts):
+class StdlibModulesConfig(FractionsConfig, WordPieceVocabulary):
     """Docstring -> its top-level stdlib module (research.data.stdlib_modules)."""
 
     targets = ("research.data.stdlib_modules.StdlibModulesDataModule",)
@@ -236,6 +235,7 @@ class StdlibModulesConfig(FractionsConfig, WordPieceFacts):
 
 
 def _node(config: dict[str, Any], at: str) -> dict[str, Any]:
+    """The node at dotted path `at`: a machine check is told where it is, not what it builds."""
     for part in at.split("."):
         config = config[part]
     return config
@@ -255,7 +255,7 @@ def check_data_files(at: str, data_files: Any) -> None:
 
 
 @dataclass
-class HFTextConfig(LoaderConfig, WordPieceFacts):
+class HFTextConfig(LoaderConfig, WordPieceVocabulary):
     """A text-classification dataset through datasets.load_dataset (research.data.hf_text)."""
 
     targets = ("research.data.hf_text.HFTextDataModule",)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from research.config.batches import (
     LABELLED_IMAGES,
@@ -81,6 +82,26 @@ class MaskedLMConfig(TaskConfig):
     special_ids: list[int] = spec([0, 1, 2, 3, 4])
     """Token ids never chosen for masking (padding, [CLS], [MASK], ...); random replacements are
     drawn above the first len(special_ids) ids, so these should be the lowest ids."""
+
+    def check_run(self, at: str, target: str, config: dict[str, Any]) -> None:
+        """The [MASK] id is the data's tokenizer's: ListOps' and recall's vocabularies have none
+        (there, id 4 is the digit 3 or a key). Data declared nowhere is not checked."""
+        from research.config.pairing import data_with
+        from research.config.registry import declaration
+
+        data = config.get("data")
+        if not isinstance(data, dict) or declaration(str(data.get("_target_"))) is None:
+            return
+        mask, name, having = data_with("mask_token_id", data)
+        if mask is None:
+            fail(
+                at,
+                "mask_token_id",
+                f"={self.mask_token_id}: {name} has no [MASK] token for a masked LM to write; "
+                f"data options that have one: {', '.join(having)}",
+            )
+        if mask != self.mask_token_id:
+            fail(at, "mask_token_id", f"={self.mask_token_id} is not {name}'s [MASK] id ({mask})")
 
 
 @dataclass
