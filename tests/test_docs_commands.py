@@ -1,7 +1,7 @@
 """Every research-train and research-ablate command that README.md, the docs and the experiments'
 READMEs show is checked as the command line would check it, before anything runs: each composes
-and passes its declarations, or fails with the error its comment quotes. A docs example that
-needed `++` to add a search key was wrong for months; this finds the next one.
+and passes its declarations, or fails with the error its comment quotes (sweeps.md once showed
+a way to add a search key that Hydra refuses without `++`).
 
 Commands with a placeholder (`<run>`, `experiment=X`, `...`) and `--help` lines are left out; the
 machine checks (dataset files, devices) are not made, since the docs' commands are for the

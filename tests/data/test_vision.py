@@ -158,16 +158,16 @@ def test_the_preflight_asks_for_the_files_torchvision_reads_no_more_no_fewer(
     target = f"{module_cls.__module__}.{module_cls.__name__}"
     declared = ImageDataConfig(data_dir=str(tmp_path))
     with pytest.raises(ConfigError, match=r"data\.download=true fetches the official files"):
-        declared.check_machine("data", {"data": {"_target_": target}})
+        declared.check_machine("data", target, {})
     _write(tmp_path, module_cls, monkeypatch)
-    declared.check_machine("data", {"data": {"_target_": target}})
+    declared.check_machine("data", target, {})
     _setup(module_cls, tmp_path)
     folder, names = TORCHVISION_FILES[target]
     for name in names:
         kept = (tmp_path / folder / name).read_bytes()
         (tmp_path / folder / name).unlink()
         with pytest.raises(ConfigError, match=f"lacks {folder}/{name};"):
-            declared.check_machine("data", {"data": {"_target_": target}})
+            declared.check_machine("data", target, {})
         with pytest.raises(FileNotFoundError):
             _setup(module_cls, tmp_path)
         (tmp_path / folder / name).write_bytes(kept)

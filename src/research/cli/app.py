@@ -32,7 +32,7 @@ from research.config.compose import (
     compose_all,
     hydra_node,
     planned_jobs,
-    searched_overrides,
+    search_check_line,
 )
 from research.config.errors import ConfigError
 from research.config.names import check_overrides, quoted
@@ -124,10 +124,10 @@ def _check_multirun(configs: list[dict[str, Any]]) -> None:
 
 def _check_searched(config_name: str, hydra: Any, overrides: list[str]) -> None:
     """Every key and value the sweeper's params would give a job, composed as a job would be."""
-    searched = searched_overrides(hydra, overrides)
-    if searched:
+    line = search_check_line(hydra, overrides)
+    if line:
         try:
-            check_command_line(config_name, [*overrides, *searched])
+            check_command_line(config_name, line)
         except ConfigError as err:
             raise ConfigError(f"hydra.sweeper.params: {err}") from None
 

@@ -64,7 +64,7 @@ def _parse(overrides: Sequence[str]) -> list[Override]:
 
 def _settings(override: Override) -> list[str] | None:
     """The concrete `key=value` overrides an override stands for (one per swept value); None
-    for a search interval (sampled per job; `searched_overrides` checks its ends)."""
+    for a search interval (sampled per job; `search_check_line` checks its ends)."""
     if override.is_interval_sweep():
         return None
     if not override.is_sweep_override():
@@ -139,6 +139,12 @@ def _unknown_key(config_name: str, overrides: list[str], key: str) -> str:
     in `model=...` is one), and what the parent node has, composed with the command line's
     other group choices (other key overrides may be unknown too)."""
     line = _line_of(overrides, key)
+    if key == "hydra.sweeper.params":  # a struct node: only ++ merges a new key into it
+        return (
+            f"{line}: adds a key to the search space, which Hydra merges only as "
+            f"++{line.lstrip('+')}; or sweep the key on the command line, e.g. "
+            "'trainer.max_epochs=choice(1,2)'"
+        )
     kept = [
         o
         for o in overrides
@@ -151,12 +157,6 @@ def _unknown_key(config_name: str, overrides: list[str], key: str) -> str:
     loader = _loader()
     groups = [g for g in loader.list_groups("") if g != "hydra"] if loader else []
     keys = [*groups, *_dotted_keys(OmegaConf.to_container(cfg, resolve=False))]
-    if key == "hydra.sweeper.params":  # a struct node: only ++ merges a new key into it
-        return (
-            f"{line}: adds a key to the search space, which Hydra merges only as "
-            f"++{line.lstrip('+')}; or sweep the key on the command line, e.g. "
-            "'trainer.max_epochs=choice(1,2)'"
-        )
     if line.startswith("~") and key in keys:  # Hydra cannot delete a null or ??? value
         return f"{line}: {key} has no value to remove; set one with {key}=<value> if need be"
     close = difflib.get_close_matches(key, _alike(key, keys), n=1, cutoff=0.75)
@@ -282,10 +282,12 @@ def planned_jobs(hydra: DictConfig, overrides: Sequence[str]) -> list[list[str]]
     return None
 
 
-def searched_overrides(hydra: DictConfig, overrides: Sequence[str]) -> list[str]:
-    """A search's space as sweeps to compose with the command line: the sweeper's `params` less
-    the keys the command line sweeps itself, and every interval as its two ends. Composed, they
-    check every searched key and every choice and interval end before a study is written."""
+def search_check_line(hydra: DictConfig, overrides: Sequence[str]) -> list[str]:
+    """The command line that checks a search's space: the command line's fixed overrides, the
+    sweeper's `params` less the keys the command line sweeps itself, and every interval as its
+    two ends. Composed, it checks every searched key and every choice and interval end before a
+    study is written (the command line's own choices were composed with it already). Empty
+    when nothing is searched."""
     params = OmegaConf.select(hydra, "sweeper.params")
     params = params if isinstance(params, DictConfig) else {}
     with _hydra():
@@ -299,7 +301,9 @@ def searched_overrides(hydra: DictConfig, overrides: Sequence[str]) -> list[str]
             searched.append(f"{override.get_key_element()}={interval.start},{interval.end}")
         else:
             searched.append(override.input_line)
-    return searched
+    if not searched:
+        return []
+    return [*(o.input_line for o in typed if not o.is_sweep_override()), *searched]
 
 
 def check_command_line(config_name: str, overrides: Sequence[str]) -> list[dict[str, Any]]:

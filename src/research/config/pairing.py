@@ -78,13 +78,12 @@ def _named(group: str, node: Any, bodies: dict[str, dict[str, Any]]) -> str:
     return f"{group} ({target})" if target else group
 
 
-def data_with(fact: str, data: Any) -> tuple[Any, str, list[str]]:
-    """The class fact `fact` of `data`'s declaration (None where it has none), the data's
-    option name, and the data options whose declarations have that fact."""
+def data_with(fact: str, data: Any) -> tuple[str, list[str]]:
+    """For a message about `data` (a data node) lacking the class fact `fact`: its option name,
+    and the data options whose declarations have that fact. Reads every data option's YAML."""
     bodies = option_bodies("data")
-    schema = _declared(data) if isinstance(data, dict) else None
     having = [o for o, body in bodies.items() if getattr(_declared(body), fact, None) is not None]
-    return getattr(schema, fact, None), _named("data", data, bodies), having
+    return _named("data", data, bodies), having
 
 
 def check_pairing(config: dict[str, Any]) -> None:

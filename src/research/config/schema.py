@@ -65,10 +65,11 @@ class Schema:
         """Rules that involve other parts of the run's resolved `config` (e.g. a schedule and the
         run's length); `target` is this node's `_target_`."""
 
-    def check_machine(self, at: str, config: dict[str, Any]) -> None:
+    def check_machine(self, at: str, target: str, config: dict[str, Any]) -> None:
         """What this machine must hold for the run (a dataset's files): checked before a run
         starts (research.run.preflight), not when a config is only composed (`--cfg job`, an
-        ablation's plan, run ids), since the files may be made later."""
+        ablation's plan, run ids), since the files may be made later; `target` is this node's
+        `_target_`."""
 
     @classmethod
     def build(cls: type[S], config: S | None = None, params: Mapping[str, Any] | None = None) -> S:

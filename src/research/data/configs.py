@@ -98,8 +98,8 @@ class ImageDataConfig(FractionsConfig):
     image_size: int = spec(8, ge=1)
     """Height and width of the square images: a fact the model config reads."""
 
-    def check_machine(self, at: str, config: dict[str, Any]) -> None:
-        expected = TORCHVISION_FILES.get(_node(config, at).get("_target_", ""))
+    def check_machine(self, at: str, target: str, config: dict[str, Any]) -> None:
+        expected = TORCHVISION_FILES.get(target)
         if expected is None or self.download:
             return
         folder, names = expected
@@ -234,13 +234,6 @@ class StdlibModulesConfig(FractionsConfig, WordPieceVocabulary):
             fail(at, "test_fraction", "plus val_fraction must be < 1, leaving a train split")
 
 
-def _node(config: dict[str, Any], at: str) -> dict[str, Any]:
-    """The node at dotted path `at`: a machine check is told where it is, not what it builds."""
-    for part in at.split("."):
-        config = config[part]
-    return config
-
-
 def check_data_files(at: str, data_files: Any) -> None:
     """Each local file or pattern of a builder's `data_files` (a path, a list, or split -> either)
     matches a file; a URL is left to the loader."""
@@ -282,7 +275,7 @@ class HFTextConfig(LoaderConfig, WordPieceVocabulary):
     max_train_size: int | None = spec(None, ge=1)
     """Train on only the first this many training examples (a quick run); null: all of them."""
 
-    def check_machine(self, at: str, config: dict[str, Any]) -> None:
+    def check_machine(self, at: str, target: str, config: dict[str, Any]) -> None:
         check_data_files(at, self.data_files)
 
 
@@ -351,7 +344,7 @@ class HFLanguageModelConfig(LanguageModelDataConfig):
     text_field: str = "text"
     """Column holding the text; each row is one document."""
 
-    def check_machine(self, at: str, config: dict[str, Any]) -> None:
+    def check_machine(self, at: str, target: str, config: dict[str, Any]) -> None:
         check_data_files(at, self.data_files)
 
 
@@ -377,7 +370,7 @@ class RetrievalDataConfig(LoaderConfig):
     """JSON lines {"query_id", "document_ids", "scores"} of teacher scores to train on with the
     distillation loss; null: train on positives and BM25 negatives."""
 
-    def check_machine(self, at: str, config: dict[str, Any]) -> None:
+    def check_machine(self, at: str, target: str, config: dict[str, Any]) -> None:
         teacher = self.distillation_file
         if teacher is not None and not Path(teacher).expanduser().is_file():
             fail(at, "distillation_file", f"={teacher!r} is not a file; give its path or null")
@@ -416,10 +409,10 @@ class BEIRDataConfig(RetrievalDataConfig):
                 f"such as BeIR/nfcorpus (name); {given}",
             )
 
-    def check_machine(self, at: str, config: dict[str, Any]) -> None:
+    def check_machine(self, at: str, target: str, config: dict[str, Any]) -> None:
         """The folder's files this run reads (stat only; a file's content is read, and checked,
         when the data is set up)."""
-        super().check_machine(at, config)
+        super().check_machine(at, target, config)
         if self.path is None:
             return
         folder = Path(self.path).expanduser()

@@ -254,7 +254,6 @@ def build_report(
     _check_folder(out_dir)
     report = analyse(source, metrics, out_dir=out_dir, **options)
     out_dir, runs, table, chosen = report.out_dir, report.runs, report.table, report.metrics
-    _check_folder(out_dir)
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as err:

@@ -73,7 +73,7 @@ def check_declared_files(config: dict[str, Any]) -> None:
     for at, node in walk_targets(config):
         schema = declaration(str(node["_target_"]))
         if schema is not None:
-            check_node(at, node, schema).check_machine(at, config)
+            check_node(at, node, schema).check_machine(at, str(node["_target_"]), config)
 
 
 def check_writable(folder: Path, key: str) -> None:

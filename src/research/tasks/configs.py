@@ -86,13 +86,16 @@ class MaskedLMConfig(TaskConfig):
     def check_run(self, at: str, target: str, config: dict[str, Any]) -> None:
         """The [MASK] id is the data's tokenizer's: ListOps' and recall's vocabularies have none
         (there, id 4 is the digit 3 or a key). Data declared nowhere is not checked."""
-        from research.config.pairing import data_with
         from research.config.registry import declaration
 
         data = config.get("data")
-        if not isinstance(data, dict) or declaration(str(data.get("_target_"))) is None:
+        schema = declaration(str(data.get("_target_"))) if isinstance(data, dict) else None
+        mask = getattr(schema, "mask_token_id", None)
+        if schema is None or mask == self.mask_token_id:
             return
-        mask, name, having = data_with("mask_token_id", data)
+        from research.config.pairing import data_with  # names, for the message only
+
+        name, having = data_with("mask_token_id", data)
         if mask is None:
             fail(
                 at,
