@@ -4,7 +4,8 @@ Each run is a fresh process (imports, config, data, model, one step, W&B start a
 interleaved rounds so that load drifts hit every arm alike. Prints the median whole-command wall
 time and the median job time (metrics.json's wall_time_s) of each arm, and what W&B adds.
 `--baseline SRC` also runs another checkout's package (e.g. a worktree of another commit, its
-`src/` put first on PYTHONPATH) in the same rounds, to compare two versions of the start-up:
+`src/` put first on PYTHONPATH) in the same rounds, to compare two versions of the start-up, and
+prints this checkout's command wall over the baseline's, paired by round, median (min-max):
 
     git worktree add ../other <commit>
     python benchmarks/startup.py --pairs 5 --baseline ../other/src
@@ -24,6 +25,7 @@ import time
 from pathlib import Path
 
 from baseline_checkout import add_baseline_argument, put_first_on_path  # beside this file
+from overhead import spread  # beside this file
 
 COMMAND = [
     str(Path(sys.executable).parent / "research-train"),
@@ -73,6 +75,13 @@ def main() -> None:
             print(f"  {name:8s} logger={logger:5s}  {wall:6.2f} s / {job:5.2f} s")
         wall, job = (medians["wandb"][i] - medians["none"][i] for i in (0, 1))
         print(f"  {name:8s} W&B adds       {wall:+6.2f} s / {job:+5.2f} s")
+    if args.baseline:
+        for logger in LOGGERS:  # paired by round: below 1 where this checkout starts faster
+            ratios = [
+                this[0] / base[0]
+                for this, base in zip(times["this", logger], times["baseline", logger], strict=True)
+            ]
+            print(f"  this / baseline, command wall, logger={logger}: {spread(ratios, '.3f')}")
 
 
 if __name__ == "__main__":

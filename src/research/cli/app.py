@@ -27,6 +27,7 @@ from research.cli.run_dirs import (
     given,
     is_rank_zero,
 )
+from research.cli.startup import imports_without_collections
 from research.config.compose import (
     check_command_line,
     compose_all,
@@ -49,14 +50,16 @@ INFO_FLAGS = ("help", "hydra_help", "info", "shell_completion")
 
 def train_task(cfg: Any) -> Any:
     """The Hydra task of research-train (imports torch and Lightning only when a job runs)."""
-    from research.run.fit import train
+    with imports_without_collections():
+        from research.run.fit import train
 
     return train(cfg)
 
 
 def eval_task(cfg: Any) -> Any:
     """The Hydra task of research-eval."""
-    from research.run.evaluate import evaluate
+    with imports_without_collections():
+        from research.run.evaluate import evaluate
 
     return evaluate(cfg)
 

@@ -99,8 +99,11 @@ def check_arguments(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
 
 def _build(args: argparse.Namespace, kind: str, params: dict[str, Any]) -> int:
     """Build and save the index; a failure is one line, and leaves no `out` folder behind."""
-    from research.run.index import build_index
+    from research.cli.startup import imports_without_collections
     from research.run.signals import Interrupted, signals_raise
+
+    with imports_without_collections():
+        from research.run.index import build_index
 
     out = Path(args.out)
     try:
