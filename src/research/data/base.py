@@ -11,6 +11,7 @@ from torch.utils.data import DataLoader, Dataset
 
 from research.data.configs import LoaderConfig
 from research.data.samplers import EpochSeededSampler
+from research.data.tensor_batches import batched
 from research.data.workers import worker_init
 
 
@@ -20,7 +21,8 @@ class SplitDataModule(L.LightningDataModule):
     A val or test entry may be a list of datasets (e.g. one per sequence length): it becomes one
     loader each, named by `eval_suffixes` ("" for the first). Subclasses set `config` (the
     loaders read its `batch_size`, `num_workers` and `seed`); `collate_fn` and `pin_memory` are
-    optional.
+    optional. A plain `TensorDataset` under the default collation is read a batch at a time
+    (research.data.tensor_batches).
     """
 
     config: LoaderConfig
@@ -39,6 +41,7 @@ class SplitDataModule(L.LightningDataModule):
     ) -> DataLoader:
         config = self.config
         sampler = EpochSeededSampler(len(dataset), config.seed) if split == "train" else None
+        dataset, collate_fn = batched(dataset, self.collate_fn)
         return DataLoader(
             dataset,
             batch_size=batch_size or config.batch_size,
@@ -46,7 +49,7 @@ class SplitDataModule(L.LightningDataModule):
             num_workers=config.num_workers,
             pin_memory=self.pin_memory,
             persistent_workers=config.num_workers > 0,
-            collate_fn=self.collate_fn,
+            collate_fn=collate_fn,
             worker_init_fn=worker_init,
         )
 
