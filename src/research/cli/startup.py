@@ -7,8 +7,8 @@ grow by a quarter: eight full passes while they load, 1.0 s in all on a 2-core C
 268 ms. So a command imports them with the collector off, then freezes what is alive
 (`gc.freeze`: later passes skip those objects, as the final ones skip everything, see
 `research.cli.shutdown`) and turns the collector on again: a 1-step run takes 0.78-0.82 of the
-time it took with those passes (docs: benchmarks, "Start-up with W&B"). What the imports left in reference cycles
-stays, frozen: about 9 MiB against the 0.9 GiB that the imports hold.
+time it took with those passes (docs: benchmarks, "Start-up with W&B"). What the imports left in
+reference cycles stays, frozen: about 9 MiB against the 0.9 GiB that the imports hold.
 
 Once per process: in a multirun's later jobs the modules are loaded already, and freezing again
 would keep a finished job's garbage alive. The Python API (`research.api`) leaves its caller's

@@ -1,10 +1,10 @@
 """A batch of an in-memory `TensorDataset` read with one index per tensor, not one per example.
 
-The default path indexes every tensor once per example and stacks the examples again: a batch of
-256 digits took 619 us that way against 60 us here, and 85 us against 19 us at 32
-(`benchmarks/tensor_batches.py`), beside training steps of a few milliseconds. The batch is the same
-tensors in the same order: `default_collate` stacks `tensor[i]` over the batch's indices, which is
-`tensor[indices]`.
+The default path indexes every tensor once per example and stacks the examples again: a batch
+of 256 digits took 619 us that way against 60 us here, and 85 us against 19 us at 32
+(`benchmarks/tensor_batches.py`), beside training steps of a few milliseconds. The batch is the
+same tensors in the same order: `default_collate` stacks `tensor[i]` over the batch's indices,
+which is `tensor[indices]`.
 """
 
 from __future__ import annotations
