@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from research.cli.console_script import run_console_script
+from research.cli.startup import imports_without_collections
 from research.config.errors import ConfigError, one_line
 
 PROG = "research-index"
@@ -99,7 +100,6 @@ def check_arguments(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
 
 def _build(args: argparse.Namespace, kind: str, params: dict[str, Any]) -> int:
     """Build and save the index; a failure is one line, and leaves no `out` folder behind."""
-    from research.cli.startup import imports_without_collections
     from research.run.signals import Interrupted, signals_raise
 
     with imports_without_collections():

@@ -3,9 +3,9 @@ over them.
 
 Importing what a run needs creates about half a million objects that live as long as the
 process. Python's cyclic collector passes over every tracked object each time the long-lived ones
-grow by a quarter: eight full passes while they load, 1.0 s in all on a 2-core CPU, the last one
-268 ms. So a command imports them with the collector off, then freezes what is alive
-(`gc.freeze`: later passes skip those objects, as the final ones skip everything, see
+grow by a quarter: eight full passes before a 1-step run's job began, 1.0 s in all on a 2-core
+CPU, the last one 268 ms. So a command imports them with the collector off, then freezes what is
+alive (`gc.freeze`: later passes skip those objects, as the final ones skip everything, see
 `research.cli.shutdown`) and turns the collector on again: a 1-step run takes 0.78-0.82 of the
 time it took with those passes (docs: benchmarks, "Start-up with W&B"). What the imports left in
 reference cycles stays, frozen: about 9 MiB against the 0.9 GiB that the imports hold.
