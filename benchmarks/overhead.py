@@ -67,7 +67,6 @@ from research.data.digits import DigitsDataModule
 from research.models.cnn import CNN
 from research.run.cuda_probe import NVML_CHECK
 
-TRAIN_SIZE = 1455  # digits' train split at the default val/test fractions
 TIMED_STEPS = 300
 CNN_ARGS = {"channels": [32, 64], "kernel_sizes": [3, 3], "hidden_sizes": [128], "dropout": 0.2}
 WIDE_ARGS = {**CNN_ARGS, "channels": [64, 128], "hidden_sizes": [256]}
@@ -79,6 +78,13 @@ SETTINGS: dict[str, tuple[int, dict[str, Any]]] = {
     "256-wide": (256, WIDE_ARGS),
     "64-wider": (64, WIDER_ARGS),
 }
+
+
+def steps_per_epoch(batch_size: int) -> int:
+    """Training steps in an epoch of the digits at `batch_size`, as every contender loads them."""
+    data = DigitsDataModule(batch_size=batch_size, seed=0)
+    data.setup()
+    return len(data.train_dataloader())
 
 
 def _rate(marks: list[tuple[float, int]]) -> float:
@@ -330,7 +336,7 @@ def main() -> None:
     )
     for name in args.settings:
         batch_size, cnn = SETTINGS[name]
-        epochs = 1 + math.ceil(args.timed_steps / math.ceil(TRAIN_SIZE / batch_size))
+        epochs = 1 + math.ceil(args.timed_steps / steps_per_epoch(batch_size))
         rounds = [
             {who: run(epochs, batch_size, cnn) for who, run in contenders.items()}
             for _ in range(args.repeats)
