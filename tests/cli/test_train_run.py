@@ -72,6 +72,12 @@ def test_offline_wandb_run_holds_config_history_and_summary(finished: Path):
     val_accs = [row["val/acc"] for row in logged.history if "val/acc" in row]
     assert train_losses and len(val_accs) == 2
     assert val_accs[-1] == m["final"]["val/acc"]
+    # One row a step: the learning rate beside the step's loss, an epoch's train metrics beside
+    # its validation metrics.
+    steps = [row["trainer/global_step"] for row in logged.history if "trainer/global_step" in row]
+    assert len(steps) == len(set(steps))
+    assert any("lr-Adam" in row and "train/loss" in row for row in logged.history)
+    assert sum("val/acc" in row and "train/acc" in row for row in logged.history) == 2
     assert logged.summary["status"] == "completed"
     assert logged.summary["best/test/acc"] == m["best"]["test/acc"]
     assert logged.exit_code == 0

@@ -26,7 +26,7 @@ from omegaconf import OmegaConf
 from research.config.errors import ConfigError
 from research.config.pairing import fits, gives_of, option_bodies, option_keys
 from research.config.paths import config_dir, group_options
-from research.config.registry import declaration
+from research.config.registry import LIBRARY_DECLARATIONS, declaration
 from research.config.schema import plain, walk_targets
 from research.config.validate import resolve, validate
 
@@ -79,7 +79,14 @@ def model_data_pairs() -> dict[str, list[str]]:
 
 
 TARGETS = sorted(_yaml_targets())
-OURS = [t for t in TARGETS if t.startswith(("research.", "hydra_plugins."))]
+# A subclass of a library component with the library's parameters (research's WandbLogger) keeps
+# the library's declaration, and is checked as the library's targets are.
+OURS = [
+    t
+    for t in TARGETS
+    if t.startswith(("research.", "hydra_plugins."))
+    and getattr(declaration(t), "__module__", None) not in LIBRARY_DECLARATIONS
+]
 THEIRS = [t for t in TARGETS if t not in OURS]
 
 

@@ -20,6 +20,7 @@ from lightning.pytorch.utilities import rank_zero_only
 
 from research import compat
 from research.config.instantiate import instantiate_plain
+from research.tracking.wandb_logger import WandbLogger as SameStepWandbLogger
 
 
 def _new_wandb_id() -> str:
@@ -107,6 +108,8 @@ def finish_loggers(loggers: list[Logger], exit_code: int, summary: dict[str, Any
     for logger in loggers:
         if isinstance(logger, WandbLogger):
             if compat.wandb_logger_started(logger):  # only finish a run that started
+                if isinstance(logger, SameStepWandbLogger):
+                    logger.flush()
                 logger.experiment.summary.update(summary)
                 logger.experiment.finish(exit_code=exit_code)
         else:

@@ -252,9 +252,13 @@ class LearningRateMonitor(Schema):
 
 @dataclass
 class Wandb(Schema):
-    """lightning.pytorch.loggers.WandbLogger; the run sets save_dir (and a missing id or name)."""
+    """Lightning's WandbLogger (research's writes one W&B row a step); the run sets save_dir (and a
+    missing id or name)."""
 
-    targets = ("lightning.pytorch.loggers.WandbLogger",)
+    targets = (
+        "research.tracking.wandb_logger.WandbLogger",
+        "lightning.pytorch.loggers.WandbLogger",
+    )
     project: str | None = None
     """W&B project of the run; null: $WANDB_PROJECT, else "lightning_logs"."""
     entity: str | None = None
