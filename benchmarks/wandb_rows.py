@@ -1,13 +1,13 @@
 """What W&B logging costs a training step on a CPU that torch keeps busy: Lightning's WandbLogger,
 one `wandb.log` per log call, against research's (`research.tracking.wandb_logger`), one per step.
 
-A step is `--work` matrix products of 600x600 on torch's threads (about the default CNN's step at
-batch 32 on 2 cores), then what a default run logs at a logging step: the learning-rate monitor's
-value, then the step's train loss, at the same step. Three contenders per round, interleaved
-(no logging, Lightning's logger, research's), each writing to one offline W&B run. Prints ms a
-step of each, median (min-max) over the rounds, what logging added to a step (paired with the
-round's no-logging time), and the step-time ratio Lightning's / research's. Then the same two
-calls with no torch work between steps: what a `wandb.log` costs on an idle CPU.
+A step is `--work` matrix products of 600x600 on torch's threads (8 ms with 3 on 2 cores, the order
+of a small CNN's training step on a CPU), then what a default run logs at a logging step: the
+learning-rate monitor's value, then the step's train loss, at the same step. Three contenders per
+round, interleaved (no logging, Lightning's logger, research's), each writing to one offline W&B
+run. Prints ms a step of each, median (min-max) over the rounds, what logging added to a step
+(paired with the round's no-logging time), and the step-time ratio Lightning's / research's. Then
+the same two calls with no torch work between steps: what a `wandb.log` costs on an idle CPU.
 
     python benchmarks/wandb_rows.py [--rounds 7] [--steps 200] [--work 3]
 """

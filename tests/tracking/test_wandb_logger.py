@@ -32,18 +32,14 @@ def _rows(run_dir: Path) -> list[dict]:
     return [{k: v for k, v in row.items() if not k.startswith("_")} for row in history]
 
 
-def _log_a_run(logger: WandbLogger) -> None:
+def test_the_values_of_one_step_make_one_row_in_order(tmp_path: Path):
+    logger = _shipped_logger(tmp_path)
     logger.log_metrics({"lr": 0.1}, step=9)  # the learning-rate monitor, before the step
     logger.log_metrics({"train/loss": 2.0, "epoch": 0}, step=9)  # the step's own values
     logger.log_metrics({"val/acc": 0.5, "epoch": 0}, step=12)
     logger.log_metrics({"train/acc": 0.4, "epoch": 0}, step=12)
     logger.log_metrics({"note": 1})  # no step: a row of its own, after the held one
     logger.log_metrics({"lr": 0.05}, step=19)
-
-
-def test_the_values_of_one_step_make_one_row_in_order(tmp_path: Path):
-    logger = _shipped_logger(tmp_path)
-    _log_a_run(logger)
     finish_loggers([logger], 0, {})
     assert _rows(tmp_path) == [
         {"lr": 0.1, "train/loss": 2.0, "epoch": 0, "trainer/global_step": 9},
