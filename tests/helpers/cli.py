@@ -117,6 +117,18 @@ def run_cli(
     return sp.CompletedProcess([prog, *args], code, out.getvalue(), err.getvalue())
 
 
+def shipped_wandb_config() -> dict[str, Any]:
+    """conf/logger/wandb.yaml's W&B logger, offline, without its interpolations into the train
+    config: what `build_loggers` gets in a default run."""
+    from omegaconf import OmegaConf
+
+    node = OmegaConf.load(Path(__file__).parents[2] / "conf" / "logger" / "wandb.yaml").wandb
+    for key in ("group", "job_type", "tags"):
+        node[key] = None
+    node.mode = "offline"
+    return OmegaConf.to_container(node)
+
+
 def wandb_written() -> None:
     """Make W&B finish writing the offline runs of commands run in this process: its service
     writes a run's file out completely when it stops, which a command's process does at exit."""

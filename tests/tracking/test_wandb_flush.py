@@ -8,26 +8,15 @@ import time
 from pathlib import Path
 
 import pytest
-from omegaconf import OmegaConf
 
 from research.tracking.wandb_reader import find_offline_runs, read_offline_run
 from research.tracking.wandb_run import build_loggers
-from tests.helpers.cli import wandb_written
-
-CONF = Path(__file__).parents[2] / "conf" / "logger" / "wandb.yaml"
-
-
-def _shipped_wandb_config() -> dict:
-    node = OmegaConf.load(CONF).wandb
-    for key in ("group", "job_type", "tags"):  # interpolations into the train config
-        node[key] = None
-    node.mode = "offline"
-    return OmegaConf.to_container(node)
+from tests.helpers.cli import shipped_wandb_config, wandb_written
 
 
 @pytest.mark.slow  # waits for W&B's 2 s flush
 def test_logged_rows_reach_the_file_while_the_run_is_still_open(tmp_path: Path):
-    (logger,), run_id = build_loggers({"wandb": _shipped_wandb_config()}, tmp_path, None)
+    (logger,), run_id = build_loggers({"wandb": shipped_wandb_config()}, tmp_path, None)
     run = logger.experiment
     try:
         assert run.settings.x_transaction_log_flush_interval == 2

@@ -6,22 +6,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from omegaconf import OmegaConf
 
 from research.tracking.wandb_logger import WandbLogger
 from research.tracking.wandb_reader import read_offline_run
 from research.tracking.wandb_run import build_loggers, finish_loggers
-from tests.helpers.cli import wandb_written
-
-CONF = Path(__file__).parents[2] / "conf" / "logger" / "wandb.yaml"
+from tests.helpers.cli import shipped_wandb_config, wandb_written
 
 
 def _shipped_logger(run_dir: Path) -> WandbLogger:
-    node = OmegaConf.load(CONF).wandb
-    for key in ("group", "job_type", "tags"):  # interpolations into the train config
-        node[key] = None
-    node.mode = "offline"
-    (logger,), _ = build_loggers({"wandb": OmegaConf.to_container(node)}, run_dir, None)
+    (logger,), _ = build_loggers({"wandb": shipped_wandb_config()}, run_dir, None)
     assert isinstance(logger, WandbLogger)
     return logger
 
