@@ -8,6 +8,8 @@ from torch import nn
 
 from research.models.cnn import CNN
 
+FORMATS = ("channels_last", "contiguous")
+
 
 def _layers(net: nn.Module, kind: type[nn.Module]) -> list[nn.Module]:
     return [m for m in net.modules() if isinstance(m, kind)]
@@ -131,3 +133,48 @@ def test_inconsistent_sizes_raise_one_line(kwargs, message):
     with pytest.raises(ValueError, match=message) as err:
         CNN(**kwargs)
     assert "\n" not in str(err.value)
+
+
+def _conv_weights(net: nn.Module) -> list[torch.Tensor]:
+    return [m.weight for m in _layers(net, nn.Conv2d)]
+
+
+@pytest.mark.parametrize("in_channels", [1, 3])
+def test_channels_last_computes_the_contiguous_function(in_channels):
+    """The layout is a speed choice: same weights give the same logits and gradients (to
+    rounding), whatever layout the input batch arrives in."""
+    torch.manual_seed(0)
+    nets = {fmt: CNN(in_channels=in_channels, memory_format=fmt) for fmt in FORMATS}
+    nets["contiguous"].load_state_dict(nets["channels_last"].state_dict())
+    images, labels = torch.randn(5, in_channels, 8, 8), torch.arange(5)
+    for net in nets.values():
+        net.eval()
+        nn.functional.cross_entropy(net(images), labels).backward()
+    cl, nchw = nets["channels_last"], nets["contiguous"]
+    torch.testing.assert_close(cl(images), nchw(images))
+    torch.testing.assert_close(cl(images.to(memory_format=torch.channels_last)), nchw(images))
+    for (name, a), b in zip(cl.named_parameters(), nchw.parameters(), strict=True):
+        torch.testing.assert_close(a.grad, b.grad, msg=name)
+
+
+def test_conv_weights_and_activations_take_the_configured_layout():
+    images = torch.randn(4, 3, 8, 8)
+    default = CNN(in_channels=3)
+    assert all(w.is_contiguous(memory_format=torch.channels_last) for w in _conv_weights(default))
+    assert default.features(images).is_contiguous(memory_format=torch.channels_last)
+    assert not images.is_contiguous(memory_format=torch.channels_last)  # the input was NCHW
+    nchw = CNN(in_channels=3, memory_format="contiguous")
+    assert all(w.is_contiguous() for w in _conv_weights(nchw))
+    assert nchw.features(images).is_contiguous()
+
+
+def test_a_contiguous_checkpoint_loads_into_channels_last_weights():
+    """Weights saved by a contiguous model (or before the layout was a setting) load by value
+    and keep the loading model's layout, so resuming them runs the fast kernels."""
+    saved = CNN(memory_format="contiguous").state_dict()
+    net = CNN()
+    net.load_state_dict(saved)
+    keys = ["features.0.weight", "features.4.weight"]
+    for weight, key in zip(_conv_weights(net), keys, strict=True):
+        assert torch.equal(weight, saved[key])
+        assert weight.is_contiguous(memory_format=torch.channels_last)

@@ -9,6 +9,8 @@ from torch import nn
 
 from research.models.configs import CNNConfig
 
+LAYOUTS = {"channels_last": torch.channels_last, "contiguous": torch.contiguous_format}
+
 
 class CNN(nn.Module):
     """Conv -> (BatchNorm) -> ReLU -> MaxPool blocks, then an MLP head.
@@ -37,9 +39,14 @@ class CNN(nn.Module):
             features = hidden
         head.append(nn.Linear(features, config.num_classes))
         self.classifier = nn.Sequential(*head)
+        # Module.to keeps a tensor's layout when it moves it, so the conv weights stay in this
+        # format on any device; optimizer state created like them follows.
+        self.memory_format = LAYOUTS[config.memory_format]
+        self.to(memory_format=self.memory_format)
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
-        return self.classifier(self.features(images))
+        # `to`, not `contiguous`: only `to` gives a 1-channel image channels-last strides.
+        return self.classifier(self.features(images.to(memory_format=self.memory_format)))
 
     def extra_repr(self) -> str:
         c = self.config

@@ -19,6 +19,7 @@ ACTIVATIONS = ("relu", "gelu")
 POSITIONS = ("none", "sinusoidal", "learned", "rope")
 POOLINGS = ("cls", "mean", "last")
 INITS = ("gpt2", "xavier")
+MEMORY_FORMATS = ("channels_last", "contiguous")
 # RoPE scaling: the keys and names of HF transformers' `rope_scaling` / `rope_parameters` block,
 # so a hub model's block can be pasted ("default" is HF's name for none).
 ROPE_SCALINGS = ("none", "default", "linear", "ntk", "dynamic", "yarn")
@@ -118,6 +119,10 @@ class CNNConfig(Schema):
     """Widths of the MLP head's hidden layers (ReLU, dropout); []: features straight to logits."""
     dropout: float = spec(0.0, ge=0.0, lt=1.0)
     """Dropout probability after each hidden layer of the head; 0 turns it off."""
+    memory_format: str = spec("channels_last", choices=MEMORY_FORMATS, id_if_changed=True)
+    """Layout of the conv weights and activations: channels_last (NHWC) takes oneDNN's faster
+    CPU kernels (docs: benchmarks), contiguous is torch's NCHW. Both compute the same function
+    to rounding, so runs from before this field keep their ids under the default."""
 
     def check(self, at: str) -> None:
         if len(self.channels) != len(self.kernel_sizes):
