@@ -7,8 +7,7 @@ import torch
 from torch import nn
 
 from research.models.cnn import CNN
-
-FORMATS = ("channels_last", "contiguous")
+from research.models.configs import MEMORY_FORMATS
 
 
 def _layers(net: nn.Module, kind: type[nn.Module]) -> list[nn.Module]:
@@ -144,7 +143,7 @@ def test_channels_last_computes_the_contiguous_function(in_channels):
     """The layout is a speed choice: same weights give the same logits and gradients (to
     rounding), whatever layout the input batch arrives in."""
     torch.manual_seed(0)
-    nets = {fmt: CNN(in_channels=in_channels, memory_format=fmt) for fmt in FORMATS}
+    nets = {fmt: CNN(in_channels=in_channels, memory_format=fmt) for fmt in MEMORY_FORMATS}
     nets["contiguous"].load_state_dict(nets["channels_last"].state_dict())
     images, labels = torch.randn(5, in_channels, 8, 8), torch.arange(5)
     for net in nets.values():
