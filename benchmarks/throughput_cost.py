@@ -11,7 +11,7 @@ without), and prints per setting:
 - steps/s over epochs 2..N of each, and the paired ratio with / without (the per-step and
   per-epoch cost: below 1 where the callback slows training);
 - the first epoch's time of each, from the fit's start, and the paired difference with - without
-  (the one-off FLOP count of the first batch, plus whatever else differs in epoch 1).
+  (the one-off FLOP count of the first batch, plus whatever else differs in that epoch).
 
 `32` (46 short steps an epoch) shows a per-step cost, `256` (6 steps an epoch) a per-epoch
 one, and `64-wider` (steps of >= 20 ms) what is left of either on a larger model.
