@@ -87,7 +87,7 @@ def steps_per_epoch(batch_size: int) -> int:
     return len(data.train_dataloader())
 
 
-def _rate(marks: list[tuple[float, int]]) -> float:
+def steps_per_s(marks: list[tuple[float, int]]) -> float:
     """Steps/s between the first and the last epoch-end mark (time, global step)."""
     (t0, s0), (t1, s1) = marks[0], marks[-1]
     return (s1 - s0) / (t1 - t0)
@@ -236,7 +236,7 @@ def equipped_lightning_marks(
 def framework(epochs: int, batch_size: int, cnn: dict[str, Any], src: str | None = None) -> float:
     """Steps/s of `research-train` (of the checkout whose `src/` is `src`, if given) over epochs
     2..N, from its own history.jsonl timestamps."""
-    return _rate(framework_marks(epochs, batch_size, cnn, src))
+    return steps_per_s(framework_marks(epochs, batch_size, cnn, src))
 
 
 def framework_marks(
@@ -291,7 +291,7 @@ def in_fresh_process(
 
 def fresh_rate(who: str, epochs: int, batch_size: int, cnn: dict[str, Any]) -> float:
     """Steps/s over epochs 2..N of the contender `who`, trained in a Python process of its own."""
-    return _rate(in_fresh_process(who, epochs, batch_size, cnn))
+    return steps_per_s(in_fresh_process(who, epochs, batch_size, cnn))
 
 
 def run_contender(parser: argparse.ArgumentParser, who: str, call: str) -> None:

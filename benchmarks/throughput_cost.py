@@ -25,15 +25,9 @@ import argparse
 import functools
 from collections.abc import Callable
 
-from overhead import SETTINGS, framework_marks, spread  # beside this file
+from overhead import SETTINGS, framework_marks, spread, steps_per_s  # beside this file
 
 CONTENDERS = {"without": (), "with": ("callbacks=throughput",)}
-
-
-def steps_per_s(marks: list[tuple[float, int]]) -> float:
-    """Optimizer steps per second between the first and the last epoch's end."""
-    (t0, s0), (t1, s1) = marks[0], marks[-1]
-    return (s1 - s0) / (t1 - t0)
 
 
 def measure(setting: str, pairs: int, epochs: int) -> None:
