@@ -76,6 +76,11 @@ COMMAND = "research-train: error: "
         (["hydra.sweeper.direction=up"], "direction=up: choose maximize or minimize"),
         (["optimizer.lr=interval(0.1,0.01)"], "the interval starts above its end"),
         (["optimizer.lr=tag(log,interval(0,0.1))"], "a log-scale interval needs a start > 0"),
+        # The search's own settings are refused before its space's jobs are composed.
+        (
+            ["hydra.sweeper.n_trials=0", "model.net.dropout=interval(0.1,1.5)"],
+            "n_trials=0: give a whole number of trials",
+        ),
     ],
 )
 def test_a_search_config_mistake_writes_no_study_and_no_sweep_folder(

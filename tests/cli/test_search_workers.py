@@ -63,6 +63,7 @@ def _closed_port() -> int:
         (["hydra.sweeper.n_workers=3", "hydra.sweeper.storage=null"], "needs a storage every"),
         (["hydra.sweeper.n_workers=3", "hydra.sweeper.n_jobs=2"], "give the parallelism as"),
         (["hydra.sweeper.heartbeat_grace_s=0"], "hydra.sweeper.heartbeat_grace_s=0"),
+        (["+hydra.sweeper.n_trails=3"], "hydra.sweeper.n_trails is not a setting of the Optuna"),
         (
             ["hydra.sweeper.n_workers=2", "launcher=submitit_local", "hydra.launcher.nodes=2"],
             "set hydra.launcher.tasks_per_node=1 hydra.launcher.nodes=1",

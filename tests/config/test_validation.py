@@ -8,12 +8,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from omegaconf import open_dict
 
-from research.config.compose import check_command_line, expand
+from research.config.compose import check_command_line, compose_all, expand
 from research.config.errors import ConfigError
 from research.config.pairing import check_pairing, gives_of, option_bodies, taken
 from research.config.paths import config_dir
 from research.config.resolvers import run_suffix
+from research.config.validate import validate
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -311,3 +313,11 @@ def test_a_masked_lm_writes_the_datas_mask_id_and_data_without_one_is_refused():
     assert _error(["model=transformer_mlm", "data=stdlib_text", "model.mask_token_id=5"]) == (
         "model.mask_token_id=5 is not data=stdlib_text's [MASK] id (4)"
     )
+
+
+def test_validation_completes_a_copy_and_leaves_the_config_as_it_was():
+    (cfg,) = compose_all("train", [])
+    with open_dict(cfg):
+        del cfg.optimizer["weight_decay"]  # as in a saved config from before the field
+    assert validate(cfg)["optimizer"]["weight_decay"] == 0.0
+    assert "weight_decay" not in cfg.optimizer and "hydra" in cfg

@@ -16,6 +16,7 @@ from hydra_plugins.research_sweeper._storage import (
     COMMAND_ENV,
     STORAGE_ENV,
     _url,
+    check_storage,
     keep_secret,
     open_storage,
     real_url,
@@ -78,6 +79,21 @@ def test_a_storage_file_in_an_unwritable_place_is_refused(tmp_path: Path):
     for url in (f"journal://{tmp_path}/file/s.log", f"sqlite:///{tmp_path}/file/s.db"):
         with pytest.raises(ConfigError, match="cannot write the"):
             open_storage(url)
+
+
+def test_a_storage_file_that_cannot_be_made_is_one_line(tmp_path: Path):
+    # Under root /proc passes os.access, and making the folder or the file fails instead.
+    for url in ("journal:///proc/nosuch.log", "sqlite:////proc/nosuch/s.db"):
+        with pytest.raises(ConfigError, match=r"^hydra\.sweeper\.storage=.*: cannot [^\n]*$"):
+            open_storage(url)
+
+
+def test_checking_a_storage_writes_nothing(tmp_path: Path):
+    for url in (f"sqlite:///{tmp_path}/a/s.db", f"journal://{tmp_path}/b/s.log"):
+        check_storage(url)
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(ConfigError, match="unknown storage scheme 'nosuchdb'"):
+        check_storage("nosuchdb://host/db")
 
 
 def test_the_heartbeat_grace_is_a_setting(tmp_path: Path):

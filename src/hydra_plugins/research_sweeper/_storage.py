@@ -72,21 +72,45 @@ def _writable_dir(path: Path, what: str, url: str) -> None:
         )
 
 
+def _make_dir(path: Path, what: str, url: str) -> None:
+    """Make the folder of `path`; a folder that cannot be made (as root, `os.access` allows
+    nearly everything) is refused in one line."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise ConfigError(
+            f"hydra.sweeper.storage={shown(url)}: cannot make the folder of the {what} "
+            f"({err.strerror}: {path.parent}); choose another path"
+        ) from None
+
+
 def _can_write(folder: Path) -> bool:
     import os
 
     return os.access(folder, os.W_OK | os.X_OK)
 
 
-def _journal(url: str) -> Any:
-    import optuna
-
+def _journal_file(url: str) -> Path:
+    """The file a `journal://` URL names, in a folder that can be made or written."""
     path = Path(url.removeprefix(JOURNAL)).expanduser()
     if not str(path) or str(path) == ".":
         raise ConfigError(f"hydra.sweeper.storage={url} names no file; {VALID}")
     _writable_dir(path, "journal file", url)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    backend = optuna.storages.journal.JournalFileBackend(str(path))
+    return path
+
+
+def _journal(url: str) -> Any:
+    import optuna
+
+    path = _journal_file(url)
+    _make_dir(path, "journal file", url)
+    try:
+        backend = optuna.storages.journal.JournalFileBackend(str(path))
+    except OSError as err:
+        raise ConfigError(
+            f"hydra.sweeper.storage={url}: cannot open the journal file ({err.strerror}: "
+            f"{path}); choose another path"
+        ) from None
     return optuna.storages.JournalStorage(backend)
 
 
@@ -98,14 +122,15 @@ def _engine_kwargs(backend: str) -> dict[str, Any]:
     return {}
 
 
-def _check_connects(url: str, parsed: Any) -> None:
-    """Open and close one connection, turning each way it can fail into one line."""
+def _engine(url: str, parsed: Any) -> Any:
+    """An SQLAlchemy engine for `parsed` (it connects only when asked), or a ConfigError naming
+    the scheme or driver it lacks."""
     import sqlalchemy
-    from sqlalchemy.exc import DBAPIError, NoSuchModuleError
+    from sqlalchemy.exc import NoSuchModuleError
 
     backend = parsed.get_backend_name()
     try:
-        engine = sqlalchemy.create_engine(parsed, **_engine_kwargs(backend))
+        return sqlalchemy.create_engine(parsed, **_engine_kwargs(backend))
     except NoSuchModuleError:
         raise ConfigError(
             f"hydra.sweeper.storage={shown(url)}: unknown storage scheme {parsed.drivername!r}; "
@@ -117,6 +142,13 @@ def _check_connects(url: str, parsed: Any) -> None:
             f"({err}); pip install 'research[sweep]' (psycopg for postgresql://), or name an "
             f"installed driver ({backend}+<driver>://)"
         ) from None
+
+
+def _check_connects(url: str, parsed: Any) -> None:
+    """Open and close one connection, turning each way it can fail into one line."""
+    from sqlalchemy.exc import DBAPIError
+
+    engine = _engine(url, parsed)
     try:
         engine.connect().close()
     except DBAPIError as err:
@@ -129,6 +161,30 @@ def _check_connects(url: str, parsed: Any) -> None:
         engine.dispose()
 
 
+def _sqlite_file(parsed: Any) -> Path | None:
+    """The database file of an `sqlite:///` URL; None for another backend or an in-memory one."""
+    if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
+        return None
+    return Path(parsed.database).expanduser()
+
+
+def check_storage(url: str | None) -> None:
+    """What `open_storage` refuses without connecting or writing anything: a URL that is none,
+    a scheme or driver that is not there, a file that could not be written. It asks nothing of
+    a server (the command may be meant for another machine's network) and is quick enough to
+    run before a search composes its jobs."""
+    if not url:
+        return
+    if url.startswith(JOURNAL):
+        _journal_file(url)
+        return
+    parsed = _url(url)
+    file = _sqlite_file(parsed)
+    if file is not None:
+        _writable_dir(file, "study database", url)
+    _engine(url, parsed).dispose()
+
+
 def open_storage(url: str | None) -> Any:
     """The Optuna storage `url` names (None: in memory), reachable and with Optuna's tables."""
     if not url:
@@ -138,10 +194,11 @@ def open_storage(url: str | None) -> Any:
     import optuna
     import sqlalchemy.exc
 
+    check_storage(url)
     parsed = _url(url)
-    if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
-        _writable_dir(Path(parsed.database), "study database", url)
-        Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+    file = _sqlite_file(parsed)
+    if file is not None:
+        _make_dir(file, "study database", url)
     _check_connects(url, parsed)
     kwargs = _engine_kwargs(parsed.get_backend_name())
 

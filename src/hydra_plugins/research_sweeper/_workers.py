@@ -14,6 +14,7 @@ import os
 import socket
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -37,16 +38,16 @@ def this_worker() -> dict[str, Any]:
     return {"host": socket.gethostname(), "pid": os.getpid(), "job_id": job}
 
 
-def check_launcher(launcher: Any) -> None:
+def check_launcher(submitit: Mapping[str, Any] | None) -> None:
     """A worker is one process (one task of one node): its trials run inside it. Several tasks
-    per job would each be a worker of their own, with no DDP between them."""
-    from hydra_plugins.hydra_submitit_launcher.submitit_launcher import BaseSubmititLauncher
-
+    per job would each be a worker of their own, with no DDP between them. `submitit`: the
+    submitit launcher's parameters (its config, or the instance's `params`); None for another
+    launcher."""
     from research.config.errors import ConfigError
 
-    if not isinstance(launcher, BaseSubmititLauncher):
+    if submitit is None:
         return
-    tasks, nodes = launcher.params.get("tasks_per_node", 1), launcher.params.get("nodes", 1)
+    tasks, nodes = submitit.get("tasks_per_node", 1), submitit.get("nodes", 1)
     if tasks != 1 or nodes != 1:
         raise ConfigError(
             f"hydra.launcher.tasks_per_node={tasks}, nodes={nodes} with hydra.sweeper.n_workers: "

@@ -28,17 +28,26 @@ when a pruner is set. At the end the best trial is printed with its run dir and 
 from __future__ import annotations
 
 import contextlib
+import inspect
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from hydra.core.override_parser.types import ChoiceSweep, RangeSweep
 from hydra.core.utils import JobStatus
 from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
 from hydra_plugins.research_sweeper._heartbeat import GRACE_S, beating, interval_for
-from hydra_plugins.research_sweeper._storage import keep_secret, open_storage, redact, shown
+from hydra_plugins.research_sweeper._storage import (
+    check_storage,
+    keep_secret,
+    open_storage,
+    redact,
+    shown,
+)
 from hydra_plugins.research_sweeper._study import (
     build_pruner,
     check_identity,
@@ -57,8 +66,10 @@ from hydra_plugins.research_sweeper._study import (
     trials_left,
 )
 from hydra_plugins.research_sweeper.base import LaunchingSweeper
-from research.config.errors import ConfigError
+from research.config.errors import ConfigError, one_line
 
+# Who refuses a search's mistakes in their one line (the config group that chose this sweeper).
+PROG = "hparams_search"
 # How often a worker with nothing to start looks at the study again: to end soon after the
 # search does, and to redraw a dead worker's trial.
 WAIT_S = 2.0
@@ -127,11 +138,50 @@ class OptunaStudySweeper(LaunchingSweeper):
             self._search(arguments)
         except ConfigError as err:
             # One line and exit status 2, as for any config mistake; no job has run.
-            print(f"hparams_search: error: {redact(str(err), self.storage)}", file=sys.stderr)
+            print(f"{PROG}: error: {redact(str(err), self.storage)}", file=sys.stderr)
             raise SystemExit(2) from None
         return None
 
-    def _check_settings(self) -> None:
+    def check(
+        self, arguments: list[str], submitit: Mapping[str, Any] | None
+    ) -> tuple[list[str], dict[str, str]]:
+        """Refuse what needs no study and no job: the space, sampler and pruner, the settings,
+        the storage's URL. Returns the command line's fixed overrides and the search space
+        (`command_line_space`). `submitit`: the submitit launcher's parameters, else None."""
+        arguments, params = command_line_space(arguments, self.params)
+        check_search(self.sampler_cfg, self.pruner_cfg, params)
+        self._check_settings(submitit)
+        check_storage(self.storage)
+        return arguments, params
+
+    @classmethod
+    def check_command(cls, hydra: DictConfig, overrides: list[str]) -> None:
+        """The sweeper's `check` on a command's composed `hydra` node (`overrides`: the command
+        line's task overrides), before research-train composes the jobs of the search space: a
+        mistake there is refused at once rather than after those compositions and Hydra's own."""
+        try:
+            settings = OmegaConf.to_container(hydra.sweeper, resolve=True)
+            launcher = OmegaConf.to_container(hydra.launcher, resolve=True)
+        except OmegaConfBaseException as err:
+            raise ConfigError(one_line(err), prog=PROG) from None
+        assert isinstance(settings, dict) and isinstance(launcher, dict)
+        settings.pop("_target_", None)
+        valid = [k for k in inspect.signature(cls).parameters]
+        unknown = [k for k in settings if k not in valid]
+        if unknown:
+            raise ConfigError(
+                f"hydra.sweeper.{unknown[0]} is not a setting of the Optuna search; valid: "
+                f"{', '.join(valid)}",
+                prog=PROG,
+            )
+        submitit = launcher if "hydra_submitit_launcher" in str(launcher.get("_target_")) else None
+        storage = settings.get("storage")
+        try:
+            cls(**settings).check(overrides, submitit)
+        except ConfigError as err:
+            raise ConfigError(redact(str(err), storage), prog=PROG) from None
+
+    def _check_settings(self, submitit: Mapping[str, Any] | None) -> None:
         """What the budget, the direction, `n_workers` and the heartbeat need, refused before
         anything is written."""
         whole = isinstance(self.n_trials, int) and not isinstance(self.n_trials, bool)
@@ -168,13 +218,14 @@ class OptunaStudySweeper(LaunchingSweeper):
             )
         from hydra_plugins.research_sweeper._workers import check_launcher
 
-        check_launcher(self.launcher)
+        check_launcher(submitit)
 
     def _search(self, arguments: list[str]) -> None:
+        from hydra_plugins.hydra_submitit_launcher.submitit_launcher import BaseSubmititLauncher
+
         assert self.launcher is not None
-        arguments, self.params = command_line_space(arguments, self.params)
-        check_search(self.sampler_cfg, self.pruner_cfg, self.params)
-        self._check_settings()
+        submitit = self.launcher.params if isinstance(self.launcher, BaseSubmititLauncher) else None
+        arguments, self.params = self.check(arguments, submitit)
         study = self._study()
         assert self.config is not None
         keep_secret(self.config, self.storage)
@@ -190,7 +241,7 @@ class OptunaStudySweeper(LaunchingSweeper):
         if not search_done(study, self.n_trials):
             # No job folder tells of a worker that never ran a trial: say it, and fail.
             print(
-                f"hparams_search: error: every worker ended before the search did "
+                f"{PROG}: error: every worker ended before the search did "
                 f"({counted_trials(study)} of {self.n_trials} trials count); see their logs in "
                 f"{logs} and run the same command again to continue the study",
                 file=sys.stderr,
@@ -291,7 +342,7 @@ class OptunaStudySweeper(LaunchingSweeper):
         complete = study.get_trials(states=(optuna.trial.TrialState.COMPLETE,))
         if not complete:
             print(
-                f"hparams_search: error: no trial of study {study.study_name!r} produced an "
+                f"{PROG}: error: no trial of study {study.study_name!r} produced an "
                 f"objective ({len(study.trials)} trials, none completed with a value); a run "
                 "returns its best checkpoint's monitored metric, so keep checkpointing on (no "
                 "debug=fdr / trainer.fast_dev_run) and see the trials' metrics.json",

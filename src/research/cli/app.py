@@ -34,6 +34,7 @@ from research.config.compose import (
     hydra_node,
     planned_jobs,
     search_check_line,
+    task_overrides,
 )
 from research.config.errors import ConfigError
 from research.config.names import check_overrides, quoted
@@ -109,8 +110,21 @@ def check_launch(
         return None
     _check_multirun(configs)
     planned = planned_jobs(hydra, parsed.overrides)
+    _check_search_settings(hydra, parsed.overrides)
     _check_searched(config_name, hydra, parsed.overrides)
     return planned
+
+
+def _check_search_settings(hydra: Any, overrides: list[str]) -> None:
+    """A search's own settings (storage, budget, sampler, workers), refused before the jobs of
+    its space are composed, which takes seconds: the configured sweeper's class checks them
+    where it offers `check_command(hydra, task_overrides)` (the Optuna one does)."""
+    from hydra.utils import get_class
+
+    target = OmegaConf.select(hydra, "sweeper._target_")
+    check = getattr(get_class(str(target)), "check_command", None) if target else None
+    if check is not None:
+        check(hydra, task_overrides(overrides))
 
 
 def _check_multirun(configs: list[dict[str, Any]]) -> None:
@@ -265,7 +279,7 @@ def run(
                 elif config_name == "train":
                     claim = claim_run_dir(args, configs[0], hydra_cfg)
         except (ConfigError, RunDirBusy) as err:
-            print(f"{prog}: error: {err}", file=sys.stderr)
+            print(f"{getattr(err, 'prog', None) or prog}: error: {err}", file=sys.stderr)
             return 2
     outcomes: list[Any] = []
     started: list[int] = []

@@ -257,6 +257,11 @@ def _shuffled(override: Override) -> bool:
     return isinstance(value, (ChoiceSweep, RangeSweep)) and value.shuffle
 
 
+def task_overrides(overrides: Sequence[str]) -> list[str]:
+    """The overrides each job of a multirun is given: Hydra keeps its own (`hydra.*`)."""
+    return [o for o in overrides if not o.lstrip("+~").startswith(("hydra.", "hydra/"))]
+
+
 def planned_jobs(hydra: DictConfig, overrides: Sequence[str]) -> list[list[str]] | None:
     """The override list of every job a multirun will launch, in launch order (Hydra numbers
     them from 0); None for a sweeper that decides its jobs as it goes (Optuna) and for a
@@ -264,7 +269,7 @@ def planned_jobs(hydra: DictConfig, overrides: Sequence[str]) -> list[list[str]]
     import json
 
     target = str(OmegaConf.select(hydra, "sweeper._target_") or "")
-    task = [o for o in overrides if not o.lstrip("+~").startswith(("hydra.", "hydra/"))]
+    task = task_overrides(overrides)
     if target.endswith(".BasicSweeper"):
         with _hydra():
             parsed = _parse(task)

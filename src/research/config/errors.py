@@ -2,7 +2,12 @@
 
 
 class ConfigError(ValueError):
-    """A config value or override a user got wrong; its message is a single line."""
+    """A config value or override a user got wrong; its message is a single line. `prog` names
+    the part that refuses it where that is not the command itself (`hparams_search`)."""
+
+    def __init__(self, message: str, prog: str | None = None) -> None:
+        super().__init__(message)
+        self.prog = prog
 
 
 def innermost(err: BaseException) -> BaseException:

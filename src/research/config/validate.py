@@ -83,25 +83,37 @@ def complete(cfg: DictConfig) -> DictConfig:
     return completed
 
 
+def _completed_task(cfg: DictConfig) -> DictConfig:
+    """`complete(cfg)` without Hydra's own node, which no task value reads: copying that node
+    (its logging and help configs) cost as much as the rest of a config."""
+    task = OmegaConf.create({k: compat.omegaconf_child(cfg, k) for k in cfg if k != "hydra"})
+    fill_declared(task)
+    return task
+
+
 def unresolved(cfg: DictConfig) -> dict[str, Any]:
     """The completed config as plain containers, interpolations kept (Hydra's own node
     dropped)."""
-    plain = OmegaConf.to_container(complete(cfg), resolve=False)
+    plain = OmegaConf.to_container(_completed_task(cfg), resolve=False)
     assert isinstance(plain, dict)
-    plain.pop("hydra", None)
     return plain  # type: ignore[return-value]
 
 
 def resolve(cfg: DictConfig | dict[str, Any]) -> dict[str, Any]:
     """The completed config as plain containers with interpolations resolved (Hydra's own node
     dropped); `cfg` may be what `unresolved` returned."""
-    plain = cfg if isinstance(cfg, dict) else unresolved(cfg)
+    return _resolved(OmegaConf.create(cfg) if isinstance(cfg, dict) else _completed_task(cfg))
+
+
+def _resolved(task: DictConfig, plain: dict[str, Any] | None = None) -> dict[str, Any]:
+    """`task` with its interpolations resolved; a missing key is named with the keys near it
+    (`plain`: `task` unresolved, where the caller has it)."""
     try:
-        resolved = OmegaConf.to_container(
-            OmegaConf.create(plain), resolve=True, throw_on_missing=True
-        )
+        resolved = OmegaConf.to_container(task, resolve=True, throw_on_missing=True)
     except InterpolationKeyError as err:
         reader = str(err.full_key or "a key")
+        if plain is None:
+            plain = OmegaConf.to_container(task, resolve=False)  # type: ignore[assignment]
         raise ConfigError(missing_key(str(err), reader, plain) or one_line(err)) from None
     except OmegaConfBaseException as err:
         raise ConfigError(one_line(err)) from None
@@ -148,9 +160,11 @@ def validate(cfg: DictConfig, entry: str = "train") -> dict[str, Any]:
     run_schema = declaration(f"@{entry}")
     assert run_schema is not None
     _check_required(cfg, run_schema.required, entry)
-    plain = unresolved(cfg)
-    check_pairing(plain)
-    resolved = resolve(plain)
+    task = _completed_task(cfg)
+    plain = OmegaConf.to_container(task, resolve=False)
+    assert isinstance(plain, dict)
+    check_pairing(plain)  # type: ignore[arg-type]
+    resolved = _resolved(task, plain)  # type: ignore[arg-type]
     run_fields = run_schema.__dataclass_fields__
     check_node("", {k: v for k, v in resolved.items() if k in run_fields}, run_schema)
     checked = []
