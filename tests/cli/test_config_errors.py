@@ -61,6 +61,7 @@ CASES = [
     (["-m", "optimizer=glob(nothing*)"], "optimizer=glob(nothing*) sweeps no value"),
     # The entry config is fixed: Hydra would fail after ours was checked, in eight lines.
     (["--config-name", "nope"], "--config-name and --config-path are fixed (train.yaml in"),
+    (["-m", "hydra.sweeper._target_=nosuch.Sweeper"], "_target_=nosuch.Sweeper: No module named"),
     (["~paths"], "paths.log_dir is missing (removed with ~paths.log_dir?)"),
     # A model on data it cannot use: ColBERT on digits made a run dir, then an AttributeError.
     (

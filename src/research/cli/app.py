@@ -119,10 +119,18 @@ def _check_search_settings(hydra: Any, overrides: list[str]) -> None:
     """A search's own settings (storage, budget, sampler, workers), refused before the jobs of
     its space are composed, which takes seconds: the configured sweeper's class checks them
     where it offers `check_command(hydra, task_overrides)` (the Optuna one does)."""
-    from hydra.utils import get_class
+    import importlib
 
-    target = OmegaConf.select(hydra, "sweeper._target_")
-    check = getattr(get_class(str(target)), "check_command", None) if target else None
+    target = str(OmegaConf.select(hydra, "sweeper._target_"))
+    module, _, name = target.rpartition(".")
+    try:
+        sweeper = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError, ValueError) as err:  # Hydra: a traceback, later
+        raise ConfigError(
+            f"hydra.sweeper._target_={target}: {err}; choose a search with "
+            "hparams_search=<option> (research-train --help lists them)"
+        ) from None
+    check = getattr(sweeper, "check_command", None)
     if check is not None:
         check(hydra, task_overrides(overrides))
 
