@@ -166,7 +166,7 @@ class OptunaStudySweeper(LaunchingSweeper):
             raise ConfigError(one_line(err), prog=PROG) from None
         assert isinstance(settings, dict) and isinstance(launcher, dict)
         settings.pop("_target_", None)
-        valid = [k for k in inspect.signature(cls).parameters]
+        valid = list(inspect.signature(cls).parameters)
         unknown = [k for k in settings if k not in valid]
         if unknown:
             raise ConfigError(

@@ -84,8 +84,8 @@ def complete(cfg: DictConfig) -> DictConfig:
 
 
 def _completed_task(cfg: DictConfig) -> DictConfig:
-    """`complete(cfg)` without Hydra's own node, which no task value reads: copying that node
-    (its logging and help configs) cost as much as the rest of a config."""
+    """`complete(cfg)` without Hydra's own node: no task value reads it, and copying it (its
+    logging and help configs) along with the task was wasted work on every validation."""
     task = OmegaConf.create({k: compat.omegaconf_child(cfg, k) for k in cfg if k != "hydra"})
     fill_declared(task)
     return task
