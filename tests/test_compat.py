@@ -37,6 +37,24 @@ def test_hydra_basic_sweep_jobs_lists_the_jobs_in_launch_order():
     assert jobs == [["a=1", "b=x"], ["a=1", "b=y"], ["a=2", "b=x"], ["a=2", "b=y"]]
 
 
+def test_hydra_apply_value_overrides_sets_adds_and_removes_in_struct_mode():
+    cfg = OmegaConf.create({"a": {"b": 1, "c": 2}})
+    OmegaConf.set_struct(cfg, True)
+    parsed = OverridesParser.create().parse_overrides(["a.b=5", "+a.d=3", "~a.c"])
+    compat.hydra_apply_value_overrides(cfg, parsed)
+    assert OmegaConf.to_container(cfg) == {"a": {"b": 5, "d": 3}}
+    with pytest.raises(Exception, match="Could not override 'a.zz'"):
+        compat.hydra_apply_value_overrides(
+            cfg, OverridesParser.create().parse_overrides(["a.zz=1"])
+        )
+
+
+def test_hydra_override_dirname_sorts_joins_and_excludes_as_hydra_does():
+    parsed = OverridesParser.create().parse_overrides(["seed=3", "b=2", "a=1"])
+    settings = OmegaConf.create({"kv_sep": ":", "item_sep": "+", "exclude_keys": ["seed"]})
+    assert compat.hydra_override_dirname(parsed, settings) == "a:1+b:2"
+
+
 def test_hydra_run_job_runs_a_task_as_hydra_runs_one_job(tmp_path: Path):
     with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
         cfg = compose("train", ["seed=7"], return_hydra_config=True)
@@ -93,6 +111,7 @@ print(compat.WANDB_LAUNCH_INPUTS in sys.modules, applied == [run.id])
 
 
 @pytest.mark.parametrize(("staged", "expected"), [("none", "False False"), ("staged", "True True")])
+@pytest.mark.slow
 def test_wandb_skip_unstaged_launch_inputs_applies_inputs_only_where_some_can_be_staged(
     tmp_path: Path, staged: str, expected: str
 ):

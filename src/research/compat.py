@@ -31,6 +31,28 @@ def hydra_basic_sweep_jobs(overrides: list[Any]) -> list[list[str]]:
     return BasicSweeper.split_arguments(overrides, None)[0]
 
 
+def hydra_apply_value_overrides(cfg: Any, overrides: list[Any]) -> None:
+    """Apply parsed overrides that choose no config (`key=v`, `+key=v`, `++key=v`, `~key`) to a
+    composed config as Hydra's composition does once the defaults list is merged, struct mode and
+    error messages included. Hydra keeps that step in `ConfigLoaderImpl`, with no public API."""
+    from hydra._internal.config_loader_impl import ConfigLoaderImpl
+
+    ConfigLoaderImpl._apply_overrides_to_config(overrides, cfg)  # noqa: SLF001
+
+
+def hydra_override_dirname(overrides: list[Any], settings: Any) -> str:
+    """`hydra.job.override_dirname` for parsed task overrides, under the `override_dirname`
+    settings (`kv_sep`, `item_sep`, `exclude_keys`) of `hydra.job.config`, as Hydra writes it."""
+    from hydra._internal.config_loader_impl import get_overrides_dirname
+
+    return get_overrides_dirname(
+        overrides=overrides,
+        kv_sep=settings.kv_sep,
+        item_sep=settings.item_sep,
+        exclude_keys=list(settings.exclude_keys),
+    )
+
+
 def hydra_run_job(cfg: Any, task: Any, config_dir: str) -> Any:
     """Run `task` on a composed config (with its `hydra` node) as Hydra runs a single job: the
     run dir named and created, .hydra/ saved, logging configured, HydraConfig set, Hydra's job

@@ -161,6 +161,7 @@ def test_an_extra_override_of_what_each_job_sets_is_refused(project, override, e
     assert expected in message
 
 
+@pytest.mark.slow
 def test_a_variant_the_command_line_breaks_is_named(project):
     """optimizer=adam is fine for the base; the `sgd` variants' momentum is what it removes."""
     message = _refused(project, "cnn_sgd_momentum", "optimizer=adam", "--dry-run")

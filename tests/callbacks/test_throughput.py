@@ -129,6 +129,7 @@ def test_transformer_flops_tokens_and_mfu_against_a_set_peak(tmp_path: Path):
         assert row["throughput/mfu_epoch"] == pytest.approx(mfu, rel=1e-5)
 
 
+@pytest.mark.slow
 def test_a_compiled_network_compiles_after_the_counted_batch(tmp_path: Path):
     # torch 2.13 and earlier (seen with 2.6.0 and 2.13.0) never compiled a frame first met
     # under FlopCounterMode (pytorch/pytorch#190286): with counting left to them, this network

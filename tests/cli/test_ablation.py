@@ -182,6 +182,7 @@ def _pair(ablation: tuple[Path, dict[str, str]], name: str) -> Path:
     return root / "logs" / "ablations" / name
 
 
+@pytest.mark.slow
 def test_a_job_another_process_runs_is_skipped(ablation):
     root, env = ablation
     folder = _pair(ablation, "inflight")

@@ -5,11 +5,13 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
 import torch
 
 from tests.helpers.cli import metrics, run_cli, run_dirs
 
 
+@pytest.mark.slow
 def test_best_checkpoint_can_come_from_a_mid_epoch_validation(workdir: Path):
     # mode=min on a rising accuracy: the best is the first validation, half way through epoch 0.
     done = run_cli(

@@ -64,6 +64,7 @@ def test_every_file_torch_save_writes_passes_the_checkpoint_check(
     assert not_a_checkpoint(saved) is None
 
 
+@pytest.mark.slow
 def test_a_datasets_missing_files_are_refused_before_a_run_dir_exists(workdir: Path):
     """They were found when the data was set up, after the run dir and W&B run were made; a
     config that is only composed (`--cfg job`, an ablation's plan) is not refused for them."""

@@ -90,6 +90,7 @@ def _without_time(run_dir: Path) -> list[dict]:
     return [{k: v for k, v in row.items() if k != "time_s"} for row in rows]
 
 
+@pytest.mark.slow
 def test_resuming_a_killed_run_removes_the_temporaries_of_its_killed_writes(workdir: Path):
     run = workdir / "run"
     args = [*FAST, "logger=none", f"hydra.run.dir={run}"]
@@ -113,6 +114,7 @@ def test_resuming_a_killed_run_removes_the_temporaries_of_its_killed_writes(work
     assert all(path.read_text() == "mine" for path in users)
 
 
+@pytest.mark.slow
 def test_a_run_resumed_in_a_new_run_dir_keeps_the_best_checkpoint_from_before(workdir: Path):
     # The resumed run trains no further epoch (both of debug=limit's are done), so its best
     # checkpoint is the earlier run's: before the fix its test of the best checkpoint failed

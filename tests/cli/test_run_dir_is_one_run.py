@@ -20,6 +20,7 @@ QUIET = [*FAST, "logger=none"]
 LONG = [*QUIET, "trainer.max_epochs=40"]
 
 
+@pytest.mark.slow
 def test_reusing_a_run_dir_with_another_config_is_refused_and_changes_nothing(workdir: Path):
     done = run_cli("research-train", *QUIET, cwd=workdir)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -136,6 +137,7 @@ def _one_line(stderr: str) -> str:
     return line
 
 
+@pytest.mark.slow
 def test_a_completed_run_is_never_re_entered(workdir: Path):
     done = run_cli("research-train", *QUIET, cwd=workdir)
     assert done.returncode == 0, done.stderr[-2000:]

@@ -6,6 +6,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 _PROBE = """
 import gc, json, sys
 from research.cli.startup import imports_without_collections
@@ -49,6 +51,7 @@ def test_the_first_block_runs_without_collections_and_freezes_what_it_made():
     assert seen["frozen"] >= 2_000_000
 
 
+@pytest.mark.slow
 def test_the_control_without_it_passes_over_the_same_objects():
     """The same allocations with the context manager doing nothing: full passes happen."""
     seen = _probe(_NO_OP)

@@ -120,6 +120,7 @@ def test_a_metrics_json_nested_too_deep_to_parse_counts_as_failed(tmp_path: Path
     assert (runs["status"] == "completed").sum() == 6
 
 
+@pytest.mark.slow
 def test_the_cli_flags_each_bad_run_in_one_line_and_exits_0(tmp_path: Path, capsys):
     _good_runs(tmp_path / "runs")
     bad_dirs = []

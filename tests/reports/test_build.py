@@ -110,6 +110,7 @@ def test_band_and_metric_mistakes_are_report_errors(runs_folder: Path, tmp_path:
         build_report(runs_folder, tmp_path, ["acc"])
 
 
+@pytest.mark.slow
 def test_grad_norm_traces_are_drawn_per_step_with_diverged_runs(tmp_path: Path):
     """Runs that logged gradient norms (callbacks=grad_norm) get a per-step trace of the total
     norm, diverged runs included; the numbers behind it are the mean and std of the files."""

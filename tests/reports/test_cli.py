@@ -24,6 +24,7 @@ def _error_line(capsys: pytest.CaptureFixture[str]) -> str:
     return err
 
 
+@pytest.mark.slow
 def test_prints_the_table_and_writes_the_report(runs_folder: Path, tmp_path: Path, capsys):
     assert main([str(runs_folder), "--out", str(tmp_path / "out"), "--metric", "test/acc"]) == 0
     captured = capsys.readouterr()
@@ -32,6 +33,7 @@ def test_prints_the_table_and_writes_the_report(runs_folder: Path, tmp_path: Pat
     assert "research-report: warning: " in captured.err and "4_wide_s3" in captured.err
 
 
+@pytest.mark.slow
 def test_default_out_is_inside_the_source(tmp_path: Path, capsys):
     write_run(tmp_path / "runs" / "0", 0, ["seed=0"])
     assert main([str(tmp_path / "runs")]) == 0
@@ -89,6 +91,7 @@ def test_usage_errors_exit_2(runs_folder: Path, capsys):
     assert exit_info.value.code == 2
 
 
+@pytest.mark.slow
 def test_an_ablation_name_is_looked_up_in_the_log_dir(
     runs_folder: Path, tmp_path, monkeypatch, capsys
 ):

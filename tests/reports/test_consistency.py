@@ -39,6 +39,7 @@ def test_runs_of_different_configs_are_split_and_the_keys_named(mixed: Path):
     )
 
 
+@pytest.mark.slow
 def test_where_keeps_one_config_and_the_variant_whole(mixed: Path, tmp_path: Path):
     runs = load_runs(mixed, ["trainer.max_epochs=10"])
     assert runs["variant"].value_counts().to_dict() == {"sgd": 3, "adam": 1}

@@ -59,6 +59,7 @@ def test_a_level_difference_has_welchs_interval_with_n_beside_it():
     assert f"[+{low:.3f}, +{high:.3f}] | 4 | 1 |" in text  # n (runs) beside the interval
 
 
+@pytest.mark.slow
 def test_report_of_an_axes_ablation_has_the_main_effect_table(tmp_path: Path):
     for variant in CELLS:
         for seed in range(2):

@@ -46,6 +46,7 @@ def _draw(storage: str, seed: int | None, n: int) -> list[tuple[float, float]]:
     return drawn
 
 
+@pytest.mark.slow
 def test_a_resumed_study_draws_new_trials(tmp_path: Path):
     storage = f"sqlite:///{tmp_path / 'study.db'}"
     first = _draw(storage, 0, 3)

@@ -17,6 +17,7 @@ from research.ablation.spec import variants
 from research.config.compose import check_command_line
 from research.config.errors import ConfigError
 from research.config.names import quoted
+from research.config.shared_compositions import shared_compositions
 from research.tracking.identity import affects_result, run_id
 from research.tracking.run_dir import (
     CHECKPOINT_DIR,
@@ -90,8 +91,9 @@ def plan(
     completed: set[str] = set()
     log_root: Path | None = None
     own = variants(spec)
-    for job in jobs:
-        config = job_config(job.overrides, job.variant, own[job.variant])
+    with shared_compositions():
+        configs = [job_config(job.overrides, job.variant, own[job.variant]) for job in jobs]
+    for job, config in zip(jobs, configs, strict=True):
         job.run_id = run_id(config)
         if log_root is None:
             log_root = ablation_dir(config, folder)

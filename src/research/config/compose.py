@@ -29,6 +29,7 @@ from omegaconf.errors import OmegaConfBaseException
 from research import compat
 from research.config.errors import ConfigError, one_line
 from research.config.paths import config_dir
+from research.config.shared_compositions import compose_job, shared_compositions, sharing
 from research.config.validate import validate
 
 GRAMMAR = "https://hydra.cc/docs/advanced/override_grammar/basic/"
@@ -247,9 +248,15 @@ def compose_all(
     config_name: str, overrides: Sequence[str], single: bool = False
 ) -> list[DictConfig]:
     """The config of each concrete override list of `expand`, Hydra's own node included (its
-    `hydra.sweep.dir` says where a multirun will write); Hydra is released afterwards."""
+    `hydra.sweep.dir` says where a multirun will write); Hydra is released afterwards. Jobs that
+    choose the same configs share one composition (`shared_compositions`); a lone job outside
+    such a scope is composed by Hydra alone."""
     with _hydra():
-        return [_compose_one(config_name, combo) for combo in expand(overrides, single)]
+        combos = expand(overrides, single)
+        if len(combos) == 1 and not sharing():
+            return [_compose_one(config_name, combos[0])]
+        with shared_compositions():
+            return [compose_job(config_name, combo, _compose_one) for combo in combos]
 
 
 def _shuffled(override: Override) -> bool:

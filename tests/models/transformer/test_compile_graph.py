@@ -54,6 +54,7 @@ ENCODERS: dict[str, Callable[[], nn.Module]] = {
 
 
 @pytest.mark.parametrize("name", ENCODERS)
+@pytest.mark.slow
 def test_encoders_trace_as_one_graph_padded_or_not(name: str):
     torch.manual_seed(0)
     net = ENCODERS[name]()
