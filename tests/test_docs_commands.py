@@ -65,7 +65,16 @@ def test_the_pages_show_commands_of_both_kinds():
     assert any(error for *_, error in TRAIN), "the README's refused example is found"
 
 
-@pytest.mark.parametrize(("page", "command", "error"), TRAIN, ids=[c for _, c, _ in TRAIN])
+def _marked(found: list[tuple[str, str, str | None]]) -> list:
+    """An Optuna search composes a config per case of its space: 1-3 s a command, slow."""
+    slow = [pytest.mark.slow]
+    return [
+        pytest.param(*case, id=case[1], marks=slow if "hparams_search=" in case[1] else ())
+        for case in found
+    ]
+
+
+@pytest.mark.parametrize(("page", "command", "error"), _marked(TRAIN))
 def test_a_research_train_command_of_the_docs_is_accepted_or_refused_as_its_comment_says(
     page: str, command: str, error: str | None, tmp_path: Path, monkeypatch
 ):
