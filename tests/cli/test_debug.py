@@ -20,6 +20,7 @@ QUIET = ["logger=none", "trainer.enable_progress_bar=false", "trainer.enable_mod
         ("profiler", ["trainer.limit_train_batches=5"], 1),
     ],
 )
+@pytest.mark.slow
 def test_debug_config(workdir: Path, debug: str, extra: list[str], epochs: int):
     done = run_cli("research-train", f"debug={debug}", *QUIET, *extra, cwd=workdir)
     assert done.returncode == 0, done.stderr[-2000:]

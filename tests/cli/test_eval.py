@@ -35,6 +35,7 @@ def test_eval_reproduces_the_test_metrics_of_the_best_checkpoint(finished_run: P
     assert m["float32_matmul_precision"] == "highest"  # as the run trained
 
 
+@pytest.mark.slow
 def test_train_false_tests_the_checkpoint_ckpt_path_names(finished_run: Path, workdir: Path):
     """What the refusal of trainer.max_epochs=0 advises: `train=false ckpt_path=<file>` only
     tests, with the weights of that file."""
@@ -90,6 +91,7 @@ def test_eval_of_a_missing_checkpoint_or_run_dir_fails_clearly(finished_run: Pat
     assert done.returncode == 2 and "is not a run directory" in done.stderr
 
 
+@pytest.mark.slow
 def test_eval_overrides_change_the_saved_config_for_this_evaluation(finished_run: Path, workdir):
     change = 'overrides=["data.normalize=false"]'
     done = run_cli("research-eval", f"run_dir={finished_run}", change, cwd=workdir)

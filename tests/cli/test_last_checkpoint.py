@@ -38,6 +38,7 @@ class _Probe(L.Callback):
 
 
 @pytest.mark.parametrize("mid_epoch", [False, True])
+@pytest.mark.slow
 def test_last_checkpoint_follows_every_epoch_when_the_monitor_never_improves(
     workdir: Path, monkeypatch: pytest.MonkeyPatch, mid_epoch: bool
 ):

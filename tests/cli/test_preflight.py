@@ -151,6 +151,7 @@ def _fake_run(folder: Path, config_name: str, overrides: list[str]) -> Path:
     return folder
 
 
+@pytest.mark.slow
 def test_eval_of_what_is_not_a_finished_run_is_refused(workdir: Path):
     evaluation = _fake_run(workdir / "an_eval", "eval", ["run_dir=/some/run"])
     line = _refused(run_cli("research-eval", f"run_dir={evaluation}", cwd=workdir), "research-eval")

@@ -13,6 +13,7 @@ import pytest
 from tests.helpers.cli import FAST, run_cli, run_dirs
 
 
+@pytest.mark.slow
 def test_piped_run_logs_progress_and_validation_lines(workdir: Path):
     done = run_cli(
         "research-train",

@@ -96,6 +96,7 @@ def test_two_runs_started_together_get_distinct_dirs(workdir: Path):
     assert all(metrics(r)["status"] == "completed" for r in runs)
 
 
+@pytest.mark.slow
 def test_diverging_run_stops_with_status_diverged(workdir: Path):
     done = run_cli(
         "research-train", *FAST, "logger=none", "optimizer=sgd", "optimizer.lr=1e30", cwd=workdir
@@ -125,6 +126,7 @@ def test_a_job_whose_data_fails_to_build_has_a_wandb_run_marked_failed(workdir: 
     assert logged.summary["status"] == "failed" and logged.config["run_id"] == m["run_id"]
 
 
+@pytest.mark.slow
 def test_csv_logger_writes_metrics_into_the_run_dir(workdir: Path):
     done = run_cli("research-train", *FAST, "logger=csv", cwd=workdir)
     assert done.returncode == 0, done.stderr[-2000:]

@@ -150,6 +150,7 @@ def test_a_damaged_saved_config_is_one_line(run_dir: Path, text: str, expected: 
     assert message.startswith(f"run_dir={run_dir.resolve()}: .hydra/config.yaml is damaged")
 
 
+@pytest.mark.slow
 def test_a_saved_config_cut_anywhere_is_refused_or_loads(run_dir: Path):
     """A truncated file (full disk, interrupted copy): at every cut, one line or a config."""
     saved = run_dir / ".hydra" / "config.yaml"

@@ -15,6 +15,7 @@ def _plan(overrides: list[str]) -> list[list[str]] | None:
     return planned_jobs(hydra_node(compose_all("train", overrides)[0]), overrides)
 
 
+@pytest.mark.slow
 def test_glob_checks_and_plans_every_matching_option():
     configs = compose_all("train", ["optimizer=glob(adam*)"])
     assert [c.optimizer._target_ for c in configs] == ["torch.optim.Adam", "torch.optim.AdamW"]

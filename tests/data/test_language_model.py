@@ -137,6 +137,7 @@ def _old_way(module: StdlibCodeDataModule) -> dict[str, torch.Tensor]:
     return streams
 
 
+@pytest.mark.slow
 def test_windows_and_batches_match_the_in_memory_build(stdlib: StdlibCodeDataModule):
     old = _old_way(stdlib)
     for split, stream in stdlib.streams().items():
@@ -153,6 +154,7 @@ def test_windows_and_batches_match_the_in_memory_build(stdlib: StdlibCodeDataMod
     assert batch.dtype == torch.int64 and torch.equal(batch, train[keep][order])
 
 
+@pytest.mark.slow
 def test_loader_workers_map_the_file_themselves(stdlib: StdlibCodeDataModule):
     dataset = stdlib.splits["train"]
     dataset[0]  # maps the file in this process

@@ -236,6 +236,7 @@ def test_finetune_budgets_option():
             evaluate.parser().parse_args(["--finetune-steps", bad])
 
 
+@pytest.mark.slow
 def test_finetune_command_composes_per_budget_and_scaling(tmp_path: Path):
     (tmp_path / "run" / "checkpoints").mkdir(parents=True)
     (tmp_path / "run" / "checkpoints" / "best.ckpt").touch()  # init_from must name a file

@@ -85,6 +85,7 @@ def test_forward_keeps_autograd_and_every_parameter_gets_a_gradient(model):
     model.zero_grad(set_to_none=True)
 
 
+@pytest.mark.slow
 def test_save_load_round_trip_gives_identical_encodings(model, tmp_path):
     with torch.no_grad():  # a trained model differs from the packaged MiniLM
         model.backbone.encoder.layer[0].output.dense.bias.add_(0.01)

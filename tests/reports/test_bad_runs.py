@@ -157,6 +157,7 @@ def test_no_usable_run_still_writes_the_report_and_exits_1(tmp_path: Path, capsy
     assert (out / "report.md").is_file() and (out / "runs.csv").is_file()
 
 
+@pytest.mark.slow
 def test_two_runs_of_one_seed_in_a_variant_are_compared_unpaired(tmp_path: Path):
     """A second run of seed 0 (another run id, e.g. a copied dir) leaves no one-to-one pairing
     by seed: the comparison is unpaired instead of an error."""

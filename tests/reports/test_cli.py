@@ -74,6 +74,7 @@ def test_an_out_that_is_a_file_or_cannot_be_made_is_one_line(
     assert f"--out {below}: cannot make the folder: Not a directory" in _error_line(capsys)
 
 
+@pytest.mark.slow
 def test_baseline_and_where_options(runs_folder: Path, tmp_path: Path, capsys):
     out = ["--out", str(tmp_path / "o"), "--metric", "test/acc"]
     assert main([str(runs_folder), *out, "--baseline", "wide", "--where", "seed=0"]) == 0

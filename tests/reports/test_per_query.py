@@ -99,6 +99,7 @@ def _null_and_shifted(sims: int, queries: int, shift: float, seed: int) -> tuple
 
 
 @pytest.mark.parametrize("queries", [10, 60], ids=["exact", "monte_carlo"])
+@pytest.mark.slow
 def test_under_a_null_the_claim_rate_is_about_alpha(queries: int):
     p, low, high = _null_and_shifted(2000, queries, 0.0, seed=queries)
     claimed = (p < ALPHA) & ((low > 0) | (high < 0))

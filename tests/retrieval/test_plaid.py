@@ -80,6 +80,7 @@ def test_adding_in_parts_reuses_the_centroids_and_finds_the_later_documents(clus
     assert later and [index.search([q], k=1)[0][0][0] for q, _ in later] == [s for _, s in later]
 
 
+@pytest.mark.slow
 def test_a_build_from_blocks_equals_a_build_from_one_add(clustered, tmp_path):
     ids, documents, query_list, _ = clustered
     whole = PlaidIndex(centroids=64)

@@ -49,6 +49,7 @@ def _interleaved(storage: str, sampler: str, rounds: int) -> list[float]:
 
 
 @pytest.mark.parametrize("sampler", ["tpe", "random", "cmaes"])
+@pytest.mark.slow
 def test_workers_on_one_study_draw_distinct_trials_reproducibly(sampler: str, tmp_path: Path):
     lrs = _interleaved(f"sqlite:///{tmp_path / 'one.db'}", sampler, rounds=3)
     # Seeded once per worker from the same seed and trial count, both drew the same stream.

@@ -40,6 +40,7 @@ def assert_one_graph(net: nn.Module, *inputs: torch.Tensor | None) -> None:
 
 
 @pytest.mark.parametrize(("position", "scaling"), SCHEMES)
+@pytest.mark.slow
 def test_the_causal_lm_traces_as_one_graph(position: str, scaling: dict | None):
     torch.manual_seed(0)
     scaled = {"rope_scaling": scaling} if scaling else {}
