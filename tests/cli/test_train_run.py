@@ -152,7 +152,7 @@ def test_the_console_shows_the_run_and_ends_with_one_summary_line(workdir: Path)
     )
     assert done.returncode == 0, done.stderr[-2000:]
     console = done.stdout + done.stderr
-    for noise in ("wandb:", "Tip:", "TPU available", "is deprecated", "stepping batches"):
+    for noise in ("wandb:", "Tip:", "TPU available", "is deprecated", "stepping batches", "`srun`"):
         assert noise not in console, noise
     (run,) = run_dirs(workdir)
     last = done.stdout.strip().splitlines()[-1]

@@ -26,7 +26,7 @@ from research.callbacks.divergence import DivergedError
 from research.config.errors import innermost, one_line
 from research.config.validate import resolve
 from research.launch import slurm
-from research.run.noise import quiet_library_deprecations
+from research.run.noise import quiet_library_notices
 from research.run.signals import Interrupted, interruption
 from research.run.summary import summary_line
 from research.tracking.record import RunRecord
@@ -137,7 +137,7 @@ def run_job(prog: str, cfg: DictConfig, body: Body) -> JobOutcome:
     it and the rest of the sweep.
     """
     _one_console()
-    quiet_library_deprecations()
+    quiet_library_notices()
     hydra_cfg = HydraConfig.get()
     run_dir = Path(hydra_cfg.runtime.output_dir)
     config = resolve(cfg)
