@@ -20,7 +20,8 @@ from research.reports import (
     summarize,
     to_markdown,
 )
-from research.reports.metrics import direction_by_name
+from research.reports.metrics import direction_by_name, is_share
+from research.reports.stats import mean_interval
 from tests.reports.conftest import (
     completed_values,
     expected_variant,
@@ -174,3 +175,43 @@ def test_an_interrupted_run_gets_its_own_column_and_no_share_of_the_mean(tmp_pat
     assert header[:5] == ["variant", "n", "failed", "diverged", "interrupted"]
     completed_only = summarize(runs[runs["status"] == "completed"], ["final.val/acc"])
     assert "interrupted" not in completed_only.columns
+
+
+def _two_seeds(metric: str, values: list[float]) -> pd.DataFrame:
+    """One variant of two completed runs: at n=2 a 95% t-interval is ±12.7 standard errors."""
+    return pd.DataFrame({"variant": ["a", "a"], "status": ["completed"] * 2, metric: values})
+
+
+def test_the_interval_of_a_share_is_cut_to_0_and_1():
+    table = summarize(_two_seeds("final.test/acc", [0.95, 0.99]), ["final.test/acc"])
+    found = mean_interval([0.95, 0.99])
+    assert found.high > 1 and found.low > 0  # Student's interval runs past 1 ...
+    assert table.loc["a", "final.test/acc ci_high"] == 1.0  # ... which no mean can reach
+    assert table.loc["a", "final.test/acc ci_low"] == pytest.approx(found.low)
+    small = summarize(_two_seeds("final.test/recall@10", [0.01, 0.05]), ["final.test/recall@10"])
+    assert small.loc["a", "final.test/recall@10 ci_low"] == 0.0
+    legend = to_markdown(table, ["final.test/acc"], {"final.test/acc": "max"}, shares=["x"])
+    assert "The intervals of x, shares whose mean lies in [0, 1], are cut" in legend
+
+
+def test_an_interval_is_left_whole_where_the_range_is_not_known():
+    percent = summarize(_two_seeds("final.test/acc", [95.0, 99.0]), ["final.test/acc"])
+    assert percent.loc["a", "final.test/acc ci_high"] > 99.0  # accuracy kept in percent
+    loss = summarize(_two_seeds("final.test/loss", [0.05, 0.5]), ["final.test/loss"])
+    assert loss.loc["a", "final.test/loss ci_low"] < 0  # a loss may be negative
+
+
+@pytest.mark.parametrize(
+    ("metric", "values", "share"),
+    [
+        ("final.test/acc_top3", [0.9, 1.0], True),
+        ("best.val/ndcg@10", [0.5], True),
+        ("final.train/mfu", [0.3], True),
+        ("final.test/acc", [0.9, 97.0], False),
+        ("final.test/loss", [0.1], False),
+        ("final.val/error_rate", [0.1], False),
+        ("final.train/samples_per_s", [0.5], False),
+    ],
+)
+def test_is_share(metric: str, values: list[float], share: bool):
+    assert is_share(metric, pd.Series(values)) is share

@@ -23,7 +23,7 @@ from research.reports.baseline import choose_baseline, comparison_markdown, comp
 from research.reports.decisions import decisions_markdown
 from research.reports.effects import effects_markdown
 from research.reports.errors import ReportError, RunsWarning
-from research.reports.metrics import default_metrics, directions, resolve_metric
+from research.reports.metrics import default_metrics, directions, is_share, resolve_metric
 from research.reports.per_query import per_query_markdown
 from research.reports.plots import (
     check_band,
@@ -192,7 +192,8 @@ def analyse(
     variants = order_variants(runs["variant"])
     base = choose_baseline(variants, baseline or earlier.get("baseline"), spec.get("baseline"))
     found = comparisons(runs, chosen, ways, base, variants) if base else {}
-    markdown = to_markdown(table, chosen, ways, found, base)
+    shares = [m for m in chosen if is_share(m, runs[m])]
+    markdown = to_markdown(table, chosen, ways, found, base, shares)
     if base:
         markdown += "\n" + comparison_markdown(found, base)
         markdown += per_query_markdown(runs, chosen, ways, base, variants, source)

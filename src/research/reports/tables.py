@@ -15,6 +15,7 @@ import math
 
 import pandas as pd
 
+from research.reports.metrics import is_share
 from research.reports.runs import STATUSES, order_variants
 from research.reports.stats import CONFIDENCE, Comparison, mean_interval
 
@@ -41,8 +42,11 @@ def summarize(runs: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
         table[f"{metric} std"] = done[metric].std(ddof=1).astype(float)
         table[f"{metric} n"] = done[metric].count().reindex(variants, fill_value=0)
         cis = {v: mean_interval(x.dropna().to_numpy()) for v, x in done[metric]}
-        table[f"{metric} ci_low"] = pd.Series({v: c.low for v, c in cis.items()}, dtype=float)
-        table[f"{metric} ci_high"] = pd.Series({v: c.high for v, c in cis.items()}, dtype=float)
+        low = pd.Series({v: c.low for v, c in cis.items()}, dtype=float)
+        high = pd.Series({v: c.high for v, c in cis.items()}, dtype=float)
+        if is_share(metric, runs[metric]):  # the mean of a share lies in [0, 1]
+            low, high = low.clip(lower=0.0), high.clip(upper=1.0)
+        table[f"{metric} ci_low"], table[f"{metric} ci_high"] = low, high
     table.index.name = "variant"
     return table
 
@@ -94,9 +98,11 @@ def to_markdown(
     directions: dict[str, str | None],
     comparisons: dict[str, list[Comparison]] | None = None,
     baseline: str | None = None,
+    shares: list[str] | None = None,
 ) -> str:
     """A GitHub-flavoured table of `summarize`'s output, with a legend under it; a cell is bold
-    when `comparisons` (metric -> comparisons against `baseline`) say it is better."""
+    when `comparisons` (metric -> comparisons against `baseline`) say it is better. `shares`:
+    the metrics whose intervals `summarize` cut to [0, 1] (`is_share`), named in the legend."""
     counted = [c for c in ("n", "failed", "diverged", "interrupted") if c in table.columns]
     header = ["variant", *counted, *(m + _ARROWS[directions[m]] for m in metrics)]
     lines = [
@@ -124,6 +130,11 @@ def to_markdown(
         "(a std and an interval need n ≥ 2 values that differ); **bold** = better than the "
         "baseline beyond noise (the table below) (↑ higher is better, ↓ lower is better).",
     ]
+    if shares:
+        legend.append(
+            f"The intervals of {', '.join(shares)}, shares whose mean lies in [0, 1], are cut "
+            "to that range."
+        )
     unknown = [m for m in metrics if directions[m] is None]
     if unknown:
         legend.append(
