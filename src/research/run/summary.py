@@ -13,14 +13,17 @@ def _number(value: Any) -> str:
 
 
 def _metrics(payload: dict[str, Any]) -> str:
-    """'val/acc (max) best 0.963 at epoch 1, test/acc 0.983' from a metrics.json payload."""
+    """'val/acc (max) best 0.963 at epoch 1, test/acc 0.983' from a metrics.json payload; an
+    evaluation of another split (no best, no test metrics) shows that split's."""
     best, final = payload.get("best") or {}, payload.get("final") or {}
     monitor = payload.get("monitor")
     parts = []
     if monitor and monitor in best:
         where = f" at epoch {best['epoch']}" if "epoch" in best else ""
         parts.append(f"{monitor} ({payload.get('mode')}) best {_number(best[monitor])}{where}")
-    tested = {k: v for k, v in (best or final).items() if k.startswith("test/")}
+    tested = {k: v for k, v in (best or final).items() if k.startswith("test/")} or (
+        {} if best else final
+    )
     twin = f"test/{monitor.split('/', 1)[1]}" if monitor and "/" in monitor else None
     shown = [twin] if twin in tested else sorted(tested)[:2]
     parts += [f"{name} {_number(tested[name])}" for name in shown]
