@@ -49,6 +49,8 @@ CASES = [
     (["launcher=submitit_local"], "launcher=submitit_local takes effect in a multirun only"),
     # Hydra's own refusals, in one line naming the override, with what to write instead.
     (["modle=mlp"], "modle=mlp: no such key or config group; did you mean model?"),
+    # research-eval's spelling (ckpt=best|last|path) of research-train's ckpt_path.
+    (["ckpt=last"], "ckpt=last: no such key or config group; did you mean ckpt_path?"),
     (["model=null"], "model=null: model cannot be null; choose one of: cnn"),
     (["+model=cnn"], "+model=cnn: model is in the defaults list already; choose its config"),
     (

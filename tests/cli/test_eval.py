@@ -196,3 +196,14 @@ def test_an_unquoted_overrides_list_is_answered_with_its_quoted_form(tmp_path: P
         "list item as a syntax error: "
         """'overrides=["data.batch_size=7","model.net.channels=[3,4]"]'\n"""
     )
+
+
+def test_research_trains_spelling_of_the_checkpoint_is_answered_with_research_evals(
+    tmp_path: Path, capsys
+):
+    from research.cli.eval import main
+
+    assert main([str(tmp_path), "ckpt_path=last"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("research-eval: error: ckpt_path=last: no such key or config group; ")
+    assert "did you mean ckpt?" in err and "+ckpt_path" not in err

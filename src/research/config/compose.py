@@ -135,6 +135,21 @@ def _alike(key: str, keys: list[str]) -> list[str]:
     ]
 
 
+def _one_word_apart(key: str, keys: list[str]) -> list[str]:
+    """The keys beside `key` whose last part is `key`'s with one `_word` more or less: the
+    spelling of one setting in another command (research-train's `ckpt_path`, research-eval's
+    `ckpt`), too short a word for a close spelling. Suggested only when it is the one such key
+    (`trainer.max` could be max_epochs, max_steps or max_time)."""
+    parent, _, leaf = key.rpartition(".")
+
+    def apart(other: str) -> bool:
+        shorter, longer = sorted((leaf, other), key=len)
+        extra = longer.removeprefix(f"{shorter}_")
+        return bool(shorter) and extra != longer and "_" not in extra
+
+    return [k for k in keys if k.rpartition(".")[0] == parent and apart(k.rpartition(".")[2])]
+
+
 def _unknown_key(config_name: str, overrides: list[str], key: str) -> str:
     """An override of a key the config does not have: the closest key or config group (a typo
     in `model=...` is one), and what the parent node has, composed with the command line's
@@ -161,6 +176,8 @@ def _unknown_key(config_name: str, overrides: list[str], key: str) -> str:
     if line.startswith("~") and key in keys:  # Hydra cannot delete a null or ??? value
         return f"{line}: {key} has no value to remove; set one with {key}=<value> if need be"
     close = difflib.get_close_matches(key, _alike(key, keys), n=1, cutoff=0.75)
+    apart = _one_word_apart(key, keys)
+    close = close or (apart if len(apart) == 1 else [])
     message = f"{line}: no such key or config group" if "." not in key else f"{line}: no such key"
     message += f"; did you mean {close[0]}?" if close else ""
     parent = key
