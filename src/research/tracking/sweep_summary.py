@@ -7,7 +7,6 @@ killed before it could write one and counts as failed.
 
 from __future__ import annotations
 
-import logging
 import sys
 from collections import Counter
 from pathlib import Path
@@ -19,7 +18,6 @@ from omegaconf import DictConfig
 from research.tracking.run_dir import read_metrics
 from research.utils.atomic import write_json_atomic
 
-log = logging.getLogger(__name__)
 # Statuses of a job that ended as intended; a pruned search trial was stopped by its study's
 # pruner on purpose.
 FINISHED = ("completed", "pruned")
@@ -71,8 +69,7 @@ class SweepSummary(Callback):
         summary = summarize(sweep_dir)
         write_json_atomic(sweep_dir / "sweep_summary.json", summary)
         line = summary_line(summary, sweep_dir)
-        (log.warning if failures(summary) else log.info)(line)
-        print(line)
+        print(line)  # once: the sweep's process logs to the console only
 
 
 def record_stopped_sweep(
