@@ -146,6 +146,10 @@ def test_mean_std_format(mean: float, std: float, text: str):
     assert format_mean_std(mean, std) == text
 
 
+def test_a_negative_value_has_a_true_minus_sign():
+    assert format_mean_std(-0.5, 0.1, -0.75, -0.25) == "−0.50 ± 0.10 [−0.75, −0.25]"
+
+
 def test_every_interval_has_its_n_beside_it():
     assert format_mean_std(0.97123, 0.0123, 0.95, 0.99, n=3) == "0.971 ± 0.012 [0.950, 0.990] (n=3)"
     assert format_mean_std(0.71875, math.nan, n=1) == "0.7188 ± – (n=1)"
@@ -190,8 +194,11 @@ def test_the_interval_of_a_share_is_cut_to_0_and_1():
     assert table.loc["a", "final.test/acc ci_low"] == pytest.approx(found.low)
     small = summarize(_two_seeds("final.test/recall@10", [0.01, 0.05]), ["final.test/recall@10"])
     assert small.loc["a", "final.test/recall@10 ci_low"] == 0.0
-    legend = to_markdown(table, ["final.test/acc"], {"final.test/acc": "max"}, shares=["x"])
-    assert "The intervals of x, shares whose mean lies in [0, 1], are cut" in legend
+    acc = ["final.test/acc"]
+    legend = to_markdown(table, acc, {"final.test/acc": "max"}, shares=acc)
+    assert "The intervals of final.test/acc, shares whose mean lies in [0, 1], are cut" in legend
+    within = summarize(_two_seeds("final.test/acc", [0.95, 0.951]), acc)
+    assert "are cut" not in to_markdown(within, acc, {"final.test/acc": "max"}, shares=acc)
 
 
 def test_an_interval_is_left_whole_where_the_range_is_not_known():

@@ -17,7 +17,7 @@ import pandas as pd
 
 from research.reports.errors import ReportError
 from research.reports.stats import CONFIDENCE
-from research.reports.tables import better_variants, decimals, signed
+from research.reports.tables import better_variants, decimals, number, signed
 
 if TYPE_CHECKING:
     from research.reports.report import Report
@@ -77,7 +77,7 @@ def cells(report: Report) -> pd.DataFrame:
 
 
 def _interval(value: float, low: float, high: float, places: int, sign: bool) -> str:
-    show = (lambda x: signed(x, places)) if sign else (lambda x: f"{x:.{places}f}")
+    show = (lambda x: signed(x, places)) if sign else (lambda x: number(x, places))
     if math.isnan(value):
         return _NONE
     if math.isnan(low) or math.isnan(high):

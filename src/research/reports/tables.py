@@ -76,10 +76,15 @@ def format_mean_std(
         return _NONE
     places = decimals(mean, std)
     spread = f"{std:.{places}f}" if not math.isnan(std) else _NONE
-    text = f"{mean:.{places}f} ± {spread}"
+    text = f"{number(mean, places)} ± {spread}"
     if not (math.isnan(low) or math.isnan(high)):
-        text += f" [{low:.{places}f}, {high:.{places}f}]"
+        text += f" [{number(low, places)}, {number(high, places)}]"
     return text if n is None else f"{text} (n={n})"
+
+
+def number(value: float, places: int) -> str:
+    """`0.012` / `−0.004` (a true minus sign, as in a typeset table)."""
+    return f"{value:.{places}f}".replace("-", "−")
 
 
 def signed(value: float, places: int) -> str:
@@ -92,6 +97,11 @@ def better_variants(comparisons: list[Comparison]) -> set[str]:
     return {c.variant for c in comparisons if c.verdict == "better"}
 
 
+def _at_a_bound(table: pd.DataFrame, metric: str) -> bool:
+    """Whether an interval of `metric` reaches 0 or 1: `summarize` cut it there."""
+    return bool(((table[f"{metric} ci_low"] <= 0) | (table[f"{metric} ci_high"] >= 1)).any())
+
+
 def to_markdown(
     table: pd.DataFrame,
     metrics: list[str],
@@ -102,7 +112,8 @@ def to_markdown(
 ) -> str:
     """A GitHub-flavoured table of `summarize`'s output, with a legend under it; a cell is bold
     when `comparisons` (metric -> comparisons against `baseline`) say it is better. `shares`:
-    the metrics whose intervals `summarize` cut to [0, 1] (`is_share`), named in the legend."""
+    the metrics whose intervals `summarize` cuts to [0, 1] (`is_share`); the legend names those
+    it cut."""
     counted = [c for c in ("n", "failed", "diverged", "interrupted") if c in table.columns]
     header = ["variant", *counted, *(m + _ARROWS[directions[m]] for m in metrics)]
     lines = [
@@ -130,9 +141,10 @@ def to_markdown(
         "(a std and an interval need n ≥ 2 values that differ); **bold** = better than the "
         "baseline beyond noise (the table below) (↑ higher is better, ↓ lower is better).",
     ]
-    if shares:
+    cut = [m for m in shares or () if _at_a_bound(table, m)]
+    if cut:
         legend.append(
-            f"The intervals of {', '.join(shares)}, shares whose mean lies in [0, 1], are cut "
+            f"The intervals of {', '.join(cut)}, shares whose mean lies in [0, 1], are cut "
             "to that range."
         )
     unknown = [m for m in metrics if directions[m] is None]
