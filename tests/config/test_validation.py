@@ -321,3 +321,46 @@ def test_validation_completes_a_copy_and_leaves_the_config_as_it_was():
         del cfg.optimizer["weight_decay"]  # as in a saved config from before the field
     assert validate(cfg)["optimizer"]["weight_decay"] == 0.0
     assert "weight_decay" not in cfg.optimizer and "hydra" in cfg
+
+
+@pytest.mark.parametrize(
+    ("overrides", "monitor", "mode"),
+    [
+        ([], "val/acc", "max"),
+        (["model=transformer_lm", "data=stdlib_code"], "val/loss", "min"),
+        (["model=transformer_mlm", "data=stdlib_text"], "val/loss", "min"),
+        (["model=dense", "data=stdlib_codesearch", "loss=contrastive"], "val/ndcg@10", "max"),
+        (
+            ["callbacks=none", "model=colbert", "data=stdlib_codesearch", "loss=contrastive"],
+            "val/ndcg@10",
+            "max",
+        ),
+        (["callbacks.model_checkpoint.monitor=val/ppl"], "val/ppl", "min"),
+        (["callbacks.model_checkpoint.monitor=val/acc_top3"], "val/acc_top3", "max"),
+        (["experiment=xiong2020"], "val/loss", "min"),  # a classifier that chose its loss
+    ],
+)
+def test_the_checkpoint_follows_the_tasks_metric_in_the_direction_its_name_says(
+    overrides: list[str], monitor: str, mode: str
+):
+    """A causal LM logs no val/acc: with one default for every task, model=transformer_lm
+    stopped at its first validation until both keys were set by hand."""
+    (config,) = check_command_line("train", overrides)
+    checkpoint = config["callbacks"]["model_checkpoint"]
+    assert (checkpoint["monitor"], checkpoint["mode"]) == (monitor, mode)
+
+
+def test_a_monitor_whose_name_says_no_direction_needs_a_mode():
+    assert _error(["callbacks.model_checkpoint.monitor=val/acuracy"]) == (
+        "callbacks.model_checkpoint.monitor=val/acuracy: its name says neither max nor min; "
+        "did you mean val/acc? If not, set callbacks.model_checkpoint.mode=max or min"
+    )
+    assert _error(["callbacks.model_checkpoint.monitor=val/bleu"]) == (
+        "callbacks.model_checkpoint.monitor=val/bleu: its name says neither max nor min; "
+        "set callbacks.model_checkpoint.mode=max or min"
+    )
+    (config,) = check_command_line(
+        "train",
+        ["callbacks.model_checkpoint.monitor=val/bleu", "callbacks.model_checkpoint.mode=max"],
+    )
+    assert config["callbacks"]["model_checkpoint"]["mode"] == "max"

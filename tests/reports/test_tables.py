@@ -20,8 +20,9 @@ from research.reports import (
     summarize,
     to_markdown,
 )
-from research.reports.metrics import direction_by_name, is_share
+from research.reports.metrics import is_share
 from research.reports.stats import mean_interval
+from research.utils.metric_names import direction_by_name
 from tests.reports.conftest import (
     completed_values,
     expected_variant,

@@ -102,14 +102,14 @@ def test_a_monitored_metric_nothing_logs_ends_the_run_before_it_trains(tmp_path)
 
     overrides = [
         *FAST,
-        "callbacks.model_checkpoint.monitor=val/acuracy",
+        "callbacks.model_checkpoint.monitor=val/acc_top5",
         f"paths.log_dir={tmp_path}",
     ]
     with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
         outcome = train(_job_config("train", overrides, tmp_path / "run"))
     saved = read_metrics(tmp_path / "run")
     assert outcome.status == "failed" and saved["error"] == (
-        "MonitoredMetricError: callbacks.model_checkpoint.monitor=val/acuracy is not a metric "
+        "MonitoredMetricError: callbacks.model_checkpoint.monitor=val/acc_top5 is not a metric "
         "this run logs; its validation logs: val/acc, val/acc_best, val/acc_top3, val/loss"
     )
     assert not (tmp_path / "run" / "history.jsonl").read_text().strip(), "no epoch was trained"

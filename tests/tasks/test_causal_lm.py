@@ -12,6 +12,7 @@ import torch
 from torch import nn
 
 from research.config.errors import ConfigError
+from research.config.registry import declaration
 from research.data.configs import LanguageModelDataConfig
 from research.data.language_model import LanguageModelDataModule
 from research.models.transformer import CausalLanguageModel
@@ -87,6 +88,7 @@ def test_training_learns_and_logs_every_length(tmp_path: Path):
     bits = after["test/loss"] / math.log(2) / data.bytes_per_token["test"]
     assert after["test/bpb"] == pytest.approx(bits, rel=1e-4)
     assert before["val/ppl"] > 100 and after["test/ppl"] < 0.1 * before["val/ppl"]
+    assert declaration("research.tasks.causal_lm.CausalLMModule").monitor in before
 
 
 def test_init_from_starts_from_a_checkpoint_and_refuses_another_shape(tmp_path: Path):

@@ -11,6 +11,7 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
+from research.config.registry import declaration
 from research.models.cnn import CNN
 from research.optim.schedulers import linear_with_warmup
 from research.tasks.classification import ClassificationModule, count_correct
@@ -60,6 +61,7 @@ def test_fit_validate_and_test_log_the_contract_metric_names():
     } <= set(trainer.callback_metrics)
     (validated,) = trainer.validate(module, _loader(seed=1), verbose=False)
     assert {"val/loss", "val/acc", "val/acc_top3"} <= set(validated)
+    assert declaration("research.tasks.classification.ClassificationModule").monitor in validated
     (tested,) = trainer.test(module, _loader(seed=2), verbose=False)
     assert set(tested) == {"test/loss", "test/acc", "test/acc_top3"}
     assert 0.0 <= tested["test/acc"] <= tested["test/acc_top3"] <= 1.0

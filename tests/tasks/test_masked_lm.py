@@ -9,6 +9,7 @@ import pytest
 import torch
 from torch.utils.data import DataLoader
 
+from research.config.registry import declaration
 from research.models.transformer import MaskedLanguageModel
 from research.tasks.masked_lm import IGNORE, MaskedLMModule, mask_tokens
 
@@ -63,5 +64,6 @@ def test_module_learns_and_logs_masked_metrics():
     trainer.fit(module, batches, batches)
     metrics = trainer.callback_metrics
     assert {"train/loss_epoch", "val/loss", "val/acc", "val/ppl"} <= set(metrics)
+    assert declaration("research.tasks.masked_lm.MaskedLMModule").monitor in metrics
     assert metrics["val/acc"] > 0.8  # chance is 1/30
     assert metrics["val/ppl"] == pytest.approx(torch.exp(metrics["val/loss"]).item(), rel=1e-4)

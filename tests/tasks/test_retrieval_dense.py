@@ -13,6 +13,7 @@ import lightning as L
 import pytest
 import torch
 
+from research.config.registry import declaration
 from research.data.beir import BEIRDataModule
 from research.losses.contrastive import Contrastive
 from research.models.dense import DenseRetriever
@@ -107,6 +108,8 @@ def test_the_test_search_is_exact_over_single_vectors_and_writes_per_query_score
         assert scores["recall@100"][query] == 1.0
     for name, per_query in scores.items():
         assert logged[f"test/{name}"] == pytest.approx(sum(per_query.values()) / len(queries))
+    monitor = declaration("research.tasks.retrieval.RetrievalModule").monitor
+    assert monitor.replace("val/", "test/") in logged  # validation logs the same names
 
 
 @pytest.mark.slow  # shares a dense retriever's training of about 3.5 s

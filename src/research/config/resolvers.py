@@ -47,6 +47,36 @@ def optuna_direction(mode: str) -> str:
     return {"max": "maximize", "min": "minimize"}[mode]
 
 
+def task_monitor(target: str) -> str:
+    """The validation metric a task's best checkpoint follows by default (its declaration's
+    `monitor`): val/acc for a classifier, val/loss for a language model, val/ndcg@10 for a
+    retriever."""
+    from research.config.registry import declaration
+
+    return getattr(declaration(target), "monitor", "val/loss")
+
+
+def checkpoint_mode(monitor: str | None, target: str) -> str:
+    """max or min, as the monitored metric's name says (val/acc max, val/loss min). A name that
+    says neither is refused, not guessed: a wrong guess keeps the worst checkpoint as `best`."""
+    from difflib import get_close_matches
+
+    from research.config.errors import ConfigError
+    from research.utils.metric_names import direction_by_name
+
+    if monitor is None:
+        return "min"  # nothing is monitored: Lightning's own default, which nothing reads
+    mode = direction_by_name(monitor)
+    if mode is None:
+        default = task_monitor(target)
+        hint = f"did you mean {default}? If not, " if get_close_matches(monitor, [default]) else ""
+        raise ConfigError(
+            f"callbacks.model_checkpoint.monitor={monitor}: its name says neither max nor min; "
+            f"{hint}set callbacks.model_checkpoint.mode=max or min"
+        )
+    return mode
+
+
 def register_resolvers() -> None:
     """Idempotent: entry points and tests may both call it."""
     if not OmegaConf.has_resolver("run_suffix"):
@@ -65,6 +95,10 @@ def register_resolvers() -> None:
         OmegaConf.register_new_resolver("longest", longest)
     if not OmegaConf.has_resolver("coalesce"):
         OmegaConf.register_new_resolver("coalesce", coalesce)
+    if not OmegaConf.has_resolver("task_monitor"):
+        OmegaConf.register_new_resolver("task_monitor", task_monitor)
+    if not OmegaConf.has_resolver("checkpoint_mode"):
+        OmegaConf.register_new_resolver("checkpoint_mode", checkpoint_mode)
     if not OmegaConf.has_resolver("default_backbone"):
         from research.utils.backbones import default_backbone
 

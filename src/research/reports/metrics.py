@@ -5,23 +5,18 @@ the monitored metric, then the metric's name (`acc`, `ndcg`, `mfu`, rates `*_per
 `loss`, `ppl`, `bpb` (bits per byte), ... lower). A metric none of these decide gets no bold
 cell rather than a guessed one.
 
-The names that make a metric better higher, rates aside, name shares of something (of the
-examples, of the ideal ranking's gain, of the peak FLOP/s): their mean lies in [0, 1], so the
-part of an interval beyond that range holds no value the mean can take.
+The names (`research.utils.metric_names`) that make a metric better higher, rates aside, name
+shares: their mean lies in [0, 1], so the part of an interval beyond holds no value it can take.
 """
 
 from __future__ import annotations
 
-import re
-
 import pandas as pd
 
 from research.reports.errors import ReportError
+from research.utils.metric_names import direction_by_name, named_as_share
 
 DIRECTIONS = ("max", "min")
-_SHARES = {"acc", "accuracy", "ndcg", "mrr", "recall", "f1", "precision", "map", "auc", "auroc"}
-_SHARES |= {"mfu"}  # model FLOPs utilization
-_LOWER = {"loss", "perplexity", "ppl", "bpb", "error", "err", "mse", "mae", "rmse", "wer", "cer"}
 _PARTS = ("final.", "best.")
 
 
@@ -49,27 +44,10 @@ def default_metrics(runs: pd.DataFrame) -> list[str]:
     return tests + monitored or [c for c in available if c.startswith("final.val/")]
 
 
-def _leaf_words(metric: str) -> tuple[str, set[str]]:
-    """The metric's last path part and its words (`test/ndcg@10` -> ndcg@10, {ndcg, 10, ...})."""
-    leaf = re.split(r"[/.]", metric)[-1].lower()
-    words = {w for part in re.split(r"[^a-z0-9]+", leaf) for w in (part, part.rstrip("0123456789"))}
-    return leaf, words
-
-
-def direction_by_name(metric: str) -> str | None:
-    """'max' or 'min' from the words of the metric's last path part (`test/ndcg@10` -> ndcg)."""
-    leaf, words = _leaf_words(metric)
-    if words & _LOWER:
-        return "min"
-    return "max" if words & _SHARES or leaf.endswith("_per_s") else None
-
-
 def is_share(metric: str, values: pd.Series) -> bool:
-    """Whether `metric` is a share by its name (accuracy, nDCG, recall, MFU, ...) and every
-    recorded value lies in [0, 1]; a value beyond says it is kept in other units (percent)."""
-    _, words = _leaf_words(metric)
-    found = values.dropna()
-    return bool(words & _SHARES) and not words & _LOWER and bool(found.between(0, 1).all())
+    """Whether `metric` is a share by its name and every recorded value lies in [0, 1]; a value
+    beyond says it is kept in other units (percent)."""
+    return named_as_share(metric) and bool(values.dropna().between(0, 1).all())
 
 
 def _monitor_modes(runs: pd.DataFrame) -> dict[str, str]:

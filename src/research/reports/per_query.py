@@ -38,10 +38,10 @@ import numpy as np
 import pandas as pd
 
 from research.reports.errors import ReportError
-from research.reports.metrics import direction_by_name
 from research.reports.stats import ALPHA, CONFIDENCE, beyond_noise, holm, mean_interval
 from research.reports.tables import decimals, signed
 from research.retrieval.metrics import PER_QUERY_FILE, read_per_query
+from research.utils.metric_names import direction_by_name
 
 RESAMPLES = 9999
 _SEED = 0  # a fixed stream of sign vectors: the same runs always give the same p

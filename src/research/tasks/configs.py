@@ -28,7 +28,10 @@ COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-
 @dataclass(kw_only=True)
 class TaskConfig(Schema):
     """What every task declares: whether its network runs through torch.compile. Keyword-only,
-    so each task's own fields keep their positions."""
+    so each task's own fields keep their positions. `monitor` is the validation metric its best
+    checkpoint follows unless the config names one (`callbacks.model_checkpoint.monitor`)."""
+
+    monitor = "val/loss"
 
     compile: bool = spec(False, id_if_changed=True)
     """Compile the network with torch.compile (in place: checkpoints keep plain parameter names
@@ -52,6 +55,7 @@ class ClassificationConfig(TaskConfig):
     """Classification of anything a network maps to logits; logs loss, accuracy, best val/acc."""
 
     targets = ("research.tasks.classification.ClassificationModule",)
+    monitor = "val/acc"
     takes = (LABELLED_IMAGES, LABELLED_SEQUENCES)
     passthrough = ("net",)
     num_classes: int = spec(10, ge=2)
@@ -128,6 +132,7 @@ class RetrievalConfig(TaskConfig):
     """Trains a late-interaction retriever; evaluation indexes the corpus and searches it."""
 
     targets = ("research.tasks.retrieval.RetrievalModule",)
+    monitor = "val/ndcg@10"
     takes = (QUERIES_AND_DOCUMENTS,)
     passthrough = ("net",)
     search: dict = field(default_factory=lambda: {"kind": "exact", "k": 100})
