@@ -33,6 +33,7 @@ def test_eval_reproduces_the_test_metrics_of_the_best_checkpoint(finished_run: P
     assert m["final"]["test/acc"] == pytest.approx(trained["test/acc"], abs=1e-6)
     assert m["final"]["test/loss"] == pytest.approx(trained["test/loss"], abs=1e-5)
     assert m["float32_matmul_precision"] == "highest"  # as the run trained
+    assert m["run_id"] == m["config_hash"]  # it has no seed of its own: not "<hash>-sNone"
 
 
 @pytest.mark.slow

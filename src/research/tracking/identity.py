@@ -126,4 +126,7 @@ def config_hash(resolved: dict[str, Any]) -> str:
 
 
 def run_id(resolved: dict[str, Any]) -> str:
-    return f"{config_hash(resolved)}-s{resolved.get('seed')}"
+    """`<config hash>-s<seed>`; an evaluation, which has no seed of its own (it re-tests a run
+    with that run's), is its hash alone."""
+    seed = resolved.get("seed")
+    return config_hash(resolved) if seed is None else f"{config_hash(resolved)}-s{seed}"
