@@ -38,10 +38,22 @@ def yaml_problem(err: BaseException) -> str | None:
     return f"{where}: YAML syntax error: {problem}; fix the file at that line"
 
 
+def resolver_refusal(err: BaseException) -> str | None:
+    """The line of a ConfigError that one of our resolvers raised (`checkpoint_mode`), which
+    OmegaConf wraps in InterpolationResolutionErrors of its own ('ConfigError raised while
+    resolving interpolation: ...', with the interpolation around it)."""
+    from omegaconf.errors import InterpolationResolutionError
+
+    seen: BaseException | None = err
+    while isinstance(seen, InterpolationResolutionError):
+        seen = seen.__cause__ or seen.__context__
+    return str(seen) if isinstance(seen, ConfigError) and seen is not err else None
+
+
 def one_line(err: BaseException) -> str:
     """The first meaningful line of an error, plus the config key OmegaConf names, if any; a
-    YAML syntax error as its file, line, column and problem."""
-    found = yaml_problem(err)
+    YAML syntax error as its file, line, column and problem; a resolver's refusal as it said it."""
+    found = yaml_problem(err) or resolver_refusal(err)
     if found:
         return found
     lines = [ln.strip() for ln in str(err).splitlines() if ln.strip()]

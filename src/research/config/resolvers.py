@@ -52,8 +52,9 @@ def task_monitor(target: str) -> str:
     `monitor`): val/acc for a classifier, val/loss for a language model, val/ndcg@10 for a
     retriever."""
     from research.config.registry import declaration
+    from research.utils.metric_names import DEFAULT_MONITOR
 
-    return getattr(declaration(target), "monitor", "val/loss")
+    return getattr(declaration(target), "monitor", DEFAULT_MONITOR)
 
 
 def checkpoint_mode(monitor: str | None, target: str) -> str:

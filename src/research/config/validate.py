@@ -116,18 +116,9 @@ def _resolved(task: DictConfig, plain: dict[str, Any] | None = None) -> dict[str
             plain = OmegaConf.to_container(task, resolve=False)  # type: ignore[assignment]
         raise ConfigError(missing_key(str(err), reader, plain) or one_line(err)) from None
     except OmegaConfBaseException as err:
-        raise ConfigError(_resolver_refusal(err) or one_line(err)) from None
+        raise ConfigError(one_line(err)) from None
     assert isinstance(resolved, dict)
     return resolved  # type: ignore[return-value]
-
-
-def _resolver_refusal(err: BaseException) -> str | None:
-    """The line of a ConfigError one of our resolvers raised, which OmegaConf wraps in a
-    '<type> raised while resolving interpolation' of its own."""
-    cause = err.__context__
-    while cause is not None and not isinstance(cause, ConfigError):
-        cause = cause.__context__
-    return str(cause) if cause is not None else None
 
 
 def undeclared(resolved: dict[str, Any]) -> list[str]:

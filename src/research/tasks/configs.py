@@ -19,6 +19,7 @@ from research.config.batches import (
 )
 from research.config.schema import Schema, fail, spec
 from research.retrieval.configs import check_search
+from research.utils.metric_names import DEFAULT_MONITOR
 
 # torch.compile's modes (see torch.compile's docstring): the CUDA-graph ones skip their graphs on
 # a CPU, where they behave as their namesakes without CUDA graphs.
@@ -31,7 +32,7 @@ class TaskConfig(Schema):
     so each task's own fields keep their positions. `monitor` is the validation metric its best
     checkpoint follows unless the config names one (`callbacks.model_checkpoint.monitor`)."""
 
-    monitor = "val/loss"
+    monitor = DEFAULT_MONITOR
 
     compile: bool = spec(False, id_if_changed=True)
     """Compile the network with torch.compile (in place: checkpoints keep plain parameter names

@@ -13,6 +13,8 @@ import re
 _SHARES = {"acc", "accuracy", "ndcg", "mrr", "recall", "f1", "precision", "map", "auc", "auroc"}
 _SHARES |= {"mfu"}  # model FLOPs utilization
 _LOWER = {"loss", "perplexity", "ppl", "bpb", "error", "err", "mse", "mae", "rmse", "wer", "cer"}
+# What a task's best checkpoint follows when its declaration names nothing: every task logs it.
+DEFAULT_MONITOR = "val/loss"
 
 
 def _leaf_words(metric: str) -> tuple[str, set[str]]:
