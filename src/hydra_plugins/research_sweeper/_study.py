@@ -11,86 +11,75 @@ from __future__ import annotations
 
 import contextlib
 import json
+import warnings
 from typing import Any
 
-from hydra.core.override_parser.overrides_parser import OverridesParser
-from hydra.core.override_parser.types import ChoiceSweep, IntervalSweep, RangeSweep
-
 from hydra_plugins.research_sweeper._heartbeat import GRACE_S
+from hydra_plugins.research_sweeper._space import (
+    command_line_space,
+    grid_points,
+    search_space,
+    sweep_of,
+)
 from research import compat
 from research.config.errors import ConfigError
+
+__all__ = ["command_line_space", "sweep_of"]  # their home is _space.py
 
 SAMPLERS = ("tpe", "random", "cmaes", "grid")
 PRUNERS = ("none", "median", "successive_halving", "hyperband", "threshold")
 CONFIG_ATTR = "research:config"
+# The search settings a study keeps (directions, objectives, the sampler flags below).
+SEARCH_ATTR = "research:search"
+# TPESampler flags whose defaults Optuna 5 changed (multivariate, constant_liar: off in 4.x, on
+# in 5.x; group needs multivariate): always given from config, with the official plugin's and
+# Optuna 4's defaults, so one config builds one sampler on every Optuna the project allows.
+TPE_FLAGS = {"multivariate": False, "group": False, "constant_liar": False}
 # A trial a signal or a crash stopped: failed in the study, yet not one of its n_trials.
 INTERRUPTED_ATTR = "research:interrupted"
 
 
-def sweep_of(name: str, spec: str) -> Any:
-    """The Hydra sweep object of `name=spec` (choice, range, interval), refused in one line where
-    Optuna could not sample it (it would raise at the first trial, after the study is written)."""
-    sweep = OverridesParser.create().parse_override(f"{name}={spec}").value()
-    if not isinstance(sweep, (ChoiceSweep, RangeSweep, IntervalSweep)):
-        raise ConfigError(
-            f"hparams_search param {name}={spec} is not a search space; use choice(...), "
-            "range(...), interval(...) or tag(log, interval(...))"
-        )
-    if isinstance(sweep, IntervalSweep) and not sweep.start <= sweep.end:
-        raise ConfigError(
-            f"hparams_search param {name}={spec}: the interval starts above its end; give "
-            f"interval(low, high) with low <= high"
-        )
-    if isinstance(sweep, IntervalSweep) and "log" in sweep.tags and not sweep.start > 0:
-        raise ConfigError(
-            f"hparams_search param {name}={spec}: a log-scale interval needs a start > 0, "
-            "e.g. tag(log, interval(1e-5, 1e-1))"
-        )
-    return sweep
-
-
-def command_line_space(
-    arguments: list[str], params: dict[str, str]
-) -> tuple[list[str], dict[str, str]]:
-    """The command line's fixed overrides, and the search space with its sweeps
-    (`key=interval(...)`, `key=a,b`) in place of `params`' entry for the same key: a job takes
-    one value per key, so a search samples what the command line sweeps, as Hydra's own Optuna
-    sweeper does."""
-    fixed, space = [], dict(params)
-    for override in OverridesParser.create().parse_overrides(arguments):
-        if override.is_sweep_override():
-            key = override.get_key_element()
-            space[key] = override.input_line[len(key) + 1 :]
-        else:
-            fixed.append(override.input_line)
-    return fixed, space
-
-
 def _grid(params: dict[str, str]) -> dict[str, list[Any]]:
-    space = {}
-    for name, spec in params.items():
-        sweep = sweep_of(name, spec)
-        if isinstance(sweep, ChoiceSweep):
-            space[name] = list(sweep.list)
-        elif isinstance(sweep, RangeSweep):
-            space[name] = list(range(int(sweep.start), int(sweep.stop), int(sweep.step)))
-        else:
-            raise ConfigError(
-                f"sampler grid needs a finite space: {name}={spec} is an interval; use "
-                "choice(...) or range(...)"
-            )
-    return space
+    return {name: grid_points(name, spec) for name, spec in params.items()}
+
+
+def sampler_flags(cfg: dict[str, Any]) -> dict[str, bool]:
+    """The TPE flags of `hydra.sweeper.sampler` (TPE_FLAGS' defaults where not given), refused
+    in one line unless true or false, or set for a sampler that has no such flag."""
+    flags = {}
+    for flag, default in TPE_FLAGS.items():
+        value = cfg.get(flag, default)
+        if not isinstance(value, bool):
+            raise ConfigError(f"hydra.sweeper.sampler.{flag}={value}: give true or false")
+        flags[flag] = value
+    name = str(cfg.get("name", "tpe"))
+    on = [f for f, v in flags.items() if v]
+    if on and name != "tpe":
+        raise ConfigError(
+            f"hydra.sweeper.sampler.{on[0]}=true is a flag of TPE, not of sampler {name}; set "
+            f"it false or use hydra.sweeper.sampler.name=tpe"
+        )
+    if flags["group"] and not flags["multivariate"]:
+        raise ConfigError(
+            "hydra.sweeper.sampler.group=true needs sampler.multivariate=true (TPE groups "
+            "params only in its multivariate model)"
+        )
+    return flags
 
 
 def build_sampler(cfg: dict[str, Any], params: dict[str, str], seed: int | None) -> Any:
-    """An Optuna sampler from `hydra.sweeper.sampler` ({name, n_startup_trials})."""
+    """An Optuna sampler from `hydra.sweeper.sampler` ({name, n_startup_trials, and TPE's
+    multivariate, group, constant_liar})."""
     import optuna
 
     name = str(cfg.get("name", "tpe"))
     startup = cfg.get("n_startup_trials")
+    flags = sampler_flags(cfg)
     if name == "tpe":
         extra = {} if startup is None else {"n_startup_trials": int(startup)}
-        return optuna.samplers.TPESampler(seed=seed, **extra)
+        with warnings.catch_warnings():  # chosen in config: not news at every trial
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            return optuna.samplers.TPESampler(seed=seed, **flags, **extra)
     if name == "random":
         return optuna.samplers.RandomSampler(seed=seed)
     if name == "cmaes":
@@ -115,10 +104,9 @@ def search_sampler(cfg: dict[str, Any], params: dict[str, str], seed: int | None
 
 
 def check_search(sampler: dict[str, Any], pruner: dict[str, Any], params: dict[str, str]) -> None:
-    """Parse every searched space and build the sampler and pruner once, so that a mistake in
+    """Build every searched distribution, the sampler and the pruner once, so that a mistake in
     any of them is refused before the study database or the sweep folder is written."""
-    for name, spec in params.items():
-        sweep_of(name, spec)
+    search_space(params)
     build_sampler(sampler, params, seed=None)
     build_pruner(pruner)
 
@@ -155,8 +143,11 @@ def build_pruner(cfg: dict[str, Any]) -> Any:
     raise ConfigError(f"hydra.sweeper.pruner.name={name}: choose one of: {', '.join(PRUNERS)}")
 
 
-def open_study(study_name: str, storage: str | None, direction: str, pruner: Any) -> Any:
-    """Create the study or load it. Workers that create one new study at once race inside
+def open_study(
+    study_name: str, storage: str | None, directions: str | list[str], pruner: Any
+) -> Any:
+    """Create the study or load it (Optuna loads an existing one with its own directions:
+    `check_settings` compares them). Workers that create one new study at once race inside
     Optuna's set-up of a new database (a loser sees "table already exists" or a duplicate version
     row): the loser waits a moment and opens it again, by then made by the winner."""
     import time
@@ -168,7 +159,7 @@ def open_study(study_name: str, storage: str | None, direction: str, pruner: Any
         return optuna.create_study(
             study_name=study_name,
             storage=storage,
-            direction=direction,
+            directions=[directions] if isinstance(directions, str) else list(directions),
             pruner=pruner,
             load_if_exists=True,
         )
@@ -208,6 +199,47 @@ def check_identity(study: Any, config: dict[str, Any], where: str) -> None:
             f"study {study.study_name!r} in {where} was run with another config: {shown}{more}; "
             "run with the study's config or choose a new hydra.sweeper.study_name"
         )
+
+
+def search_settings(
+    directions: list[str], objectives: list[str] | None, sampler: dict[str, Any]
+) -> dict[str, Any]:
+    """What a study's trials must share besides the config: what they optimize, and how the
+    sampler that draws them is set."""
+    flags = sampler_flags(sampler)
+    return {
+        "direction": list(directions),
+        "objectives": None if objectives is None else list(objectives),
+        **{f"sampler.{k}": v for k, v in flags.items()},
+    }
+
+
+def check_settings(study: Any, settings: dict[str, Any], where: str) -> None:
+    """Store the search settings in a study that has none (a new one, or one made before they
+    were kept); for one that has them, raise ConfigError naming each that differs. The study's
+    directions are Optuna's own, compared always."""
+    own = [d.name.lower() for d in study.directions]
+    stored = {**study.user_attrs.get(SEARCH_ATTR, settings), "direction": own}
+    keys = [k for k in settings if stored.get(k) != settings[k]]
+    if keys:
+        shown = ", ".join(
+            f"hydra.sweeper.{k} (study: {_setting(stored.get(k))}, now: {_setting(settings[k])})"
+            for k in keys
+        )
+        raise ConfigError(
+            f"study {study.study_name!r} in {where} was run with other search settings: {shown}; "
+            "run with the study's settings or choose a new hydra.sweeper.study_name"
+        )
+    if SEARCH_ATTR not in study.user_attrs:
+        study.set_user_attr(SEARCH_ATTR, settings)
+
+
+def _setting(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, list):
+        return f"[{', '.join(map(str, value))}]"
+    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 def _counts(trial: Any) -> bool:

@@ -15,14 +15,18 @@ waits for them and reports the study once. A worker whose trials are all done wa
 still run theirs: one of them may die, and its trial (failed once its heartbeat is older than
 `heartbeat_grace_s`) be redrawn.
 
-Search spaces use Hydra's sweep syntax: `choice(a, b)`, `range(1, 8)`, `interval(0.0, 0.5)`,
-`tag(log, interval(1e-4, 1e-1))`; a key the command line sweeps is searched in place of its
-`params` entry (as with Hydra's own Optuna sweeper), since a job takes one value per key. The
-sampler and pruner come from config (study.py); each trial is sampled with a seed of its own, so
-a resumed study and parallel workers on one study draw new trials; a study refuses a changed
-non-searched config. Each job gets `trial=<number>`
-(metrics.json, W&B config, run name); the job reports its `val/*` monitor per epoch to the study
-when a pruner is set. At the end the best trial is printed with its run dir and W&B id.
+Search spaces use Hydra's sweep syntax, read as Hydra's own Optuna sweeper reads it (_space.py):
+`choice(a, b)`, `range(1, 8)` (8 included), `interval(0.0, 0.5)`, `tag(log, interval(1e-4,
+1e-1))`; a key the command line sweeps is searched in place of its `params` entry, and one it
+gives a plain value is fixed, out of the space. `custom_search_space` names a function
+`(cfg, trial)` that may suggest more params for each trial. The sampler and pruner come from
+config (_study.py); each trial is sampled with a seed of its own, so a resumed study and parallel
+workers on one study draw new trials; a study refuses a changed non-searched config and changed
+search settings (directions, objectives, TPE flags). Each job gets `trial=<number>` (metrics.json,
+W&B config, run name); the job reports its `val/*` monitor per epoch to the study when a pruner
+is set. With several directions each trial's values are the metrics `objectives` names, from its
+metrics.json (_objectives.py). At the end the best trial (or the Pareto front) is printed with
+its run dir and W&B id, and saved in optimization_results.yaml.
 """
 
 from __future__ import annotations
@@ -35,12 +39,27 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from hydra.core.override_parser.types import ChoiceSweep, RangeSweep
 from hydra.core.utils import JobStatus
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from hydra_plugins.research_sweeper._heartbeat import GRACE_S, beating, interval_for
+from hydra_plugins.research_sweeper._objectives import (
+    check_objectives,
+    directions_of,
+    objective_names,
+    objective_values,
+    objectives_of,
+    pareto_lines,
+)
+from hydra_plugins.research_sweeper._space import (
+    dry_run,
+    extended,
+    fixed_keys,
+    load_hook,
+    search_space,
+    suggest,
+)
 from hydra_plugins.research_sweeper._storage import (
     check_storage,
     keep_secret,
@@ -52,6 +71,7 @@ from hydra_plugins.research_sweeper._study import (
     build_pruner,
     check_identity,
     check_search,
+    check_settings,
     command_line_space,
     counted_trials,
     fail_abandoned,
@@ -61,8 +81,8 @@ from hydra_plugins.research_sweeper._study import (
     past_budget,
     search_done,
     search_sampler,
+    search_settings,
     study_config,
-    sweep_of,
     trials_left,
 )
 from hydra_plugins.research_sweeper.base import LaunchingSweeper
@@ -75,23 +95,15 @@ PROG = "hparams_search"
 WAIT_S = 2.0
 
 
-def _suggest(trial: Any, name: str, spec: str) -> Any:
-    """One override value from a Hydra sweep expression."""
-    sweep = sweep_of(name, spec)
-    if isinstance(sweep, ChoiceSweep):
-        return trial.suggest_categorical(name, list(sweep.list))
-    if isinstance(sweep, RangeSweep):
-        return trial.suggest_int(name, int(sweep.start), int(sweep.stop) - 1, step=int(sweep.step))
-    log = "log" in sweep.tags
-    if isinstance(sweep.start, int) and isinstance(sweep.end, int):
-        return trial.suggest_int(name, sweep.start, sweep.end, log=log)
-    return trial.suggest_float(name, float(sweep.start), float(sweep.end), log=log)
-
-
 def _plain(node: Any) -> dict[str, Any]:
     if isinstance(node, DictConfig):
         return OmegaConf.to_container(node, resolve=True)  # type: ignore[return-value]
     return dict(node or {})
+
+
+def _listed(node: Any) -> Any:
+    """A list setting as Hydra hands it over (a ListConfig) as a plain list."""
+    return OmegaConf.to_container(node, resolve=True) if isinstance(node, ListConfig) else node
 
 
 class OptunaStudySweeper(LaunchingSweeper):
@@ -99,7 +111,7 @@ class OptunaStudySweeper(LaunchingSweeper):
         self,
         study_name: str,
         storage: str | None,
-        direction: str,
+        direction: str | list[str],
         n_trials: int,
         n_jobs: int = 1,
         seed: int | None = None,
@@ -108,12 +120,20 @@ class OptunaStudySweeper(LaunchingSweeper):
         pruner: Any = None,
         n_workers: int = 1,
         heartbeat_grace_s: float = GRACE_S,
+        objectives: str | list[str] | None = None,
+        custom_search_space: str | None = None,
     ) -> None:
-        self.study_name, self.storage, self.direction = study_name, storage, direction
+        self.study_name, self.storage = study_name, storage
+        self.directions = directions_of(_listed(direction))
+        self.objectives = objectives_of(_listed(objectives))
         self.n_trials, self.n_jobs, self.seed = n_trials, n_jobs, seed
         self.n_workers, self.heartbeat_grace_s = n_workers, float(heartbeat_grace_s)
         self.params = dict(params or {})
         self.sampler_cfg, self.pruner_cfg = _plain(sampler), _plain(pruner)
+        self.custom_search_space = custom_search_space
+        # Set by `check`: the command line's fixed overrides, and each searched distribution.
+        self.fixed: list[str] = []
+        self.space: dict[str, Any] = {}
 
     def _study(self) -> Any:
         """Create or load the study, check its config and give it this search's sampler."""
@@ -124,12 +144,15 @@ class OptunaStudySweeper(LaunchingSweeper):
         study = open_study(
             self.study_name,
             open_storage(self.storage),
-            self.direction,
+            self.directions,
             build_pruner(self.pruner_cfg),
         )
         assert self.config is not None
         config = study_config(resolve(self.config), list(self.params))
-        check_identity(study, config, shown(self.storage) if self.storage else "memory")
+        where = shown(self.storage) if self.storage else "memory"
+        check_identity(study, config, where)
+        settings = search_settings(self.directions, self.objectives, self.sampler_cfg)
+        check_settings(study, settings, where)
         study.sampler = search_sampler(self.sampler_cfg, self.params, seed)
         return study
 
@@ -151,6 +174,8 @@ class OptunaStudySweeper(LaunchingSweeper):
         arguments, params = command_line_space(arguments, self.params)
         check_search(self.sampler_cfg, self.pruner_cfg, params)
         self._check_settings(submitit)
+        if self.custom_search_space is not None:
+            load_hook(str(self.custom_search_space))
         check_storage(self.storage)
         return arguments, params
 
@@ -189,11 +214,8 @@ class OptunaStudySweeper(LaunchingSweeper):
             raise ConfigError(
                 f"hydra.sweeper.n_trials={self.n_trials!r}: give a whole number of trials, >= 1"
             )
-        if self.direction not in ("maximize", "minimize"):
-            raise ConfigError(
-                f"hydra.sweeper.direction={self.direction}: choose maximize or minimize (by "
-                "default the checkpoint's mode decides: max -> maximize)"
-            )
+        sampler = str(self.sampler_cfg.get("name", "tpe"))
+        check_objectives(self.directions, self.objectives, self.pruner_cfg, sampler)
         if not isinstance(self.n_workers, int) or self.n_workers < 1:
             raise ConfigError(
                 f"hydra.sweeper.n_workers={self.n_workers}: give a whole number of workers, >= 1"
@@ -226,6 +248,7 @@ class OptunaStudySweeper(LaunchingSweeper):
         assert self.launcher is not None
         submitit = self.launcher.params if isinstance(self.launcher, BaseSubmititLauncher) else None
         arguments, self.params = self.check(arguments, submitit)
+        self._prepare(arguments)
         study = self._study()
         assert self.config is not None
         keep_secret(self.config, self.storage)
@@ -248,11 +271,20 @@ class OptunaStudySweeper(LaunchingSweeper):
             )
             raise SystemExit(1)
 
+    def _prepare(self, fixed: list[str]) -> None:
+        """Build the space's distributions and try the custom_search_space hook once on a
+        throwaway trial: both refused in one line before the study is written."""
+        self.fixed, self.space = fixed, search_space(self.params)
+        if self.custom_search_space is not None:
+            path = str(self.custom_search_space)
+            dry_run(load_hook(path), path, self.config, self.space, fixed_keys(fixed))
+
     def work(self, arguments: list[str]) -> None:
         """One worker of `n_workers` (a process of its own): pull trials until the study is
         done; the command that started the workers reports it."""
         assert self.config is not None
         keep_secret(self.config, self.storage)
+        self.fixed, self.space = arguments, search_space(self.params)
         self._pull(self._study(), arguments)
 
     def _pull(self, study: Any, arguments: list[str]) -> None:
@@ -285,14 +317,14 @@ class OptunaStudySweeper(LaunchingSweeper):
         worker = this_worker()
         for trial in trials:
             trial.set_user_attr(WORKER_ATTR, worker)
-        batch = [
-            [
-                *arguments,
-                *(f"{k}={_suggest(t, k, v)}" for k, v in self.params.items()),
-                f"trial={t.number}",
+        try:
+            batch = [
+                [*arguments, *(f"{k}={v}" for k, v in self._draw(t).items()), f"trial={t.number}"]
+                for t in trials
             ]
-            for t in trials
-        ]
+        except BaseException:  # the hook's own mistake: no trial is left RUNNING for it
+            fail_interrupted(study, [t.number for t in trials], "its overrides could not be drawn")
+            raise
         self.validate_batch_is_legal(batch)
         try:
             with beating(trials, interval_for(self.heartbeat_grace_s)):
@@ -310,6 +342,16 @@ class OptunaStudySweeper(LaunchingSweeper):
         for trial, job in zip(trials, returns, strict=True):
             self._tell(study, trial, job)
 
+    def _draw(self, trial: Any) -> dict[str, Any]:
+        """A trial's searched overrides: the space's params, then those the custom_search_space
+        hook suggests."""
+        drawn = {name: suggest(trial, name, dist) for name, dist in self.space.items()}
+        if self.custom_search_space is None:
+            return drawn
+        path = str(self.custom_search_space)
+        every = extended(load_hook(path), path, self.config, trial, fixed_keys(self.fixed))
+        return {**drawn, **every}
+
     def _tell(self, study: Any, trial: Any, job: Any) -> None:
         """Record a finished job in the study: its value, or pruned / failed."""
         import optuna
@@ -321,59 +363,112 @@ class OptunaStudySweeper(LaunchingSweeper):
         if run_dir is not None:
             with contextlib.suppress(optuna.exceptions.UpdateFinishedTrialError):
                 trial.set_user_attr("run_dir", str(run_dir))
-        status = (read_metrics(run_dir) or {}).get("status") if run_dir else None
+        record = (read_metrics(run_dir) or {}) if run_dir else {}
+        status = record.get("status")
         value = job.return_value if job.status == JobStatus.COMPLETED else None
+        values = None if value is None else [float(value)]
+        if self.objectives is not None:  # read from the record, whatever the job returned
+            values, missing = None, None
+            if job.status == JobStatus.COMPLETED and status == "completed":
+                values, missing = objective_values(record, self.objectives)
+            if missing:
+                print(
+                    f"{PROG}: warning: trial {trial.number} is failed: its metrics.json has "
+                    f"{missing}; hydra.sweeper.objectives names metrics.json's metrics",
+                    file=sys.stderr,
+                )
         # skip_if_finished: a worker stalled past the heartbeat grace may find its trial failed
         # by another worker (and redrawn); its own result then stays out of the study.
         if status == "pruned":
             study.tell(trial, state=optuna.trial.TrialState.PRUNED, skip_if_finished=True)
-        elif value is None:
+        elif values is None:
             study.tell(trial, state=optuna.trial.TrialState.FAIL, skip_if_finished=True)
         else:
-            study.tell(trial, float(value), skip_if_finished=True)
+            study.tell(trial, values, skip_if_finished=True)
 
     def _report_best(self, study: Any, sweep_dir: Path) -> None:
-        """Print the best trial with its run dir and W&B id, and save it; without a completed
-        trial say why instead."""
+        """Print the best trial (the Pareto front, with several objectives) with its run dir and
+        W&B id, and save it; without a completed trial say why instead."""
         import optuna
-
-        from research.tracking.run_dir import read_metrics
 
         complete = study.get_trials(states=(optuna.trial.TrialState.COMPLETE,))
         if not complete:
+            why = (
+                f"each reads hydra.sweeper.objectives ({', '.join(self.objectives)}) from its "
+                "metrics.json"
+                if self.objectives
+                else "a run returns its best checkpoint's monitored metric, so keep "
+                "checkpointing on (no debug=fdr / trainer.fast_dev_run)"
+            )
             print(
                 f"{PROG}: error: no trial of study {study.study_name!r} produced an "
-                f"objective ({len(study.trials)} trials, none completed with a value); a run "
-                "returns its best checkpoint's monitored metric, so keep checkpointing on (no "
-                "debug=fdr / trainer.fast_dev_run) and see the trials' metrics.json",
+                f"objective ({len(study.trials)} trials, none completed with a value); {why}, "
+                "and see the trials' metrics.json",
                 file=sys.stderr,
             )  # the failed trials make the exit status 1 (sweep_summary.json)
             return
+        results: dict[str, Any] = {"study": study.study_name, "storage": shown(self.storage)}
+        if self.objectives:
+            results["objectives"] = self.objectives
+        if len(self.directions) > 1:
+            self._report_front(study, sweep_dir, results, len(complete))
+            return
         best = study.best_trial
-        run_dir = best.user_attrs.get("run_dir")
-        wandb_id = (
-            ((read_metrics(Path(run_dir)) or {}).get("wandb") or {}).get("run_id")
-            if run_dir
-            else None
+        run_dir, wandb_id = _where(best)
+        results.update(
+            best_trial=best.number,
+            best_value=best.value,
+            best_params=best.params,
+            run_dir=run_dir,
+            wandb_run_id=wandb_id,
         )
-        OmegaConf.save(
-            OmegaConf.create(
+        OmegaConf.save(OmegaConf.create(results), sweep_dir / RESULTS_FILE)
+        print(
+            f"best trial {best.number} of study {study.study_name!r}: {best.value:.6g} "
+            f"({_shown_params(best.params)}); run dir: {run_dir}; W&B run id: {wandb_id}"
+        )
+
+    def _report_front(
+        self, study: Any, sweep_dir: Path, results: dict[str, Any], complete: int
+    ) -> None:
+        """The Pareto front of a multi-objective search: the trials no other trial beats in
+        every objective, as Hydra's plugin saves them (`solutions`: params and values), each
+        with its trial number, run dir and W&B id."""
+        solutions = []
+        for trial in sorted(study.best_trials, key=lambda t: t.number):
+            run_dir, wandb_id = _where(trial)
+            solutions.append(
                 {
-                    "study": study.study_name,
-                    "storage": shown(self.storage),
-                    "best_trial": best.number,
-                    "best_value": best.value,
-                    "best_params": best.params,
+                    "trial": trial.number,
+                    "params": trial.params,
+                    "values": list(trial.values),
                     "run_dir": run_dir,
                     "wandb_run_id": wandb_id,
                 }
-            ),
-            sweep_dir / "optimization_results.yaml",
-        )
-        params = ", ".join(
-            f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in best.params.items()
-        )
+            )
+        results.update(directions=self.directions, solutions=solutions)
+        OmegaConf.save(OmegaConf.create(results), sweep_dir / RESULTS_FILE)
+        names = objective_names(self.objectives, self.directions)
+        goals = ", ".join(f"{n} {d[:3]}" for n, d in zip(names, self.directions, strict=True))
         print(
-            f"best trial {best.number} of study {study.study_name!r}: {best.value:.6g} "
-            f"({params}); run dir: {run_dir}; W&B run id: {wandb_id}"
+            f"Pareto front of study {study.study_name!r} ({goals}): {len(solutions)} of "
+            f"{complete} completed trials\n{pareto_lines(solutions, names)}"
         )
+
+
+RESULTS_FILE = "optimization_results.yaml"
+
+
+def _where(trial: Any) -> tuple[str | None, str | None]:
+    """A trial's run dir and the W&B run id its metrics.json records."""
+    from research.tracking.run_dir import read_metrics
+
+    run_dir = trial.user_attrs.get("run_dir")
+    record = (read_metrics(Path(run_dir)) or {}) if run_dir else {}
+    return run_dir, (record.get("wandb") or {}).get("run_id")
+
+
+def _shown_params(params: dict[str, Any]) -> str:
+    return ", ".join(
+        f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in params.items()
+    )

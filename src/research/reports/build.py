@@ -24,6 +24,7 @@ from research.reports.decisions import decisions_markdown
 from research.reports.effects import effects_markdown
 from research.reports.errors import ReportError, RunsWarning
 from research.reports.metrics import default_metrics, directions, is_share, resolve_metric
+from research.reports.pareto import pareto_markdown
 from research.reports.per_query import per_query_markdown
 from research.reports.plots import (
     check_band,
@@ -203,6 +204,8 @@ def analyse(
     if axes:
         markdown += "\n" + effects_markdown(table, chosen, axes)
     markdown += decisions_markdown(source)  # research-ablate --until-decided
+    if source.is_dir():
+        markdown += pareto_markdown(source)  # a multi-objective search's front
     out = Path(out_dir) if out_dir else (source.parent if source.is_file() else source / "report")
     options = {
         "metrics": chosen,
