@@ -15,7 +15,7 @@ less shows it:
 - `ddp`: the default run under `trainer=ddp` (DistributedDataParallel on every visible GPU,
   nccl) in bf16-mixed.
 - `lm_compiled`: the `lm` run with `model.compile=true` in bf16-mixed.
-- `lm_tf32`: the `lm` run in 32-true with `trainer.float32_matmul_precision=high` (TF32 matrix
+- `lm_tf32`: the `lm` run in 32-true with `float32_matmul_precision=high` (TF32 matrix
   products), against `lm`'s 32-true row (full float32, torch's default).
 
     python benchmarks/gpu_training.py [--families cnn lm colbert ddp lm_compiled lm_tf32]
@@ -51,7 +51,7 @@ FAMILIES: dict[str, list[str]] = {
     "colbert": GPU + ["experiment=colbert_stdlib"],
     "ddp": GPU + ["trainer=ddp", "trainer.precision=bf16-mixed"],
     "lm_compiled": GPU + LM + ["model.compile=true", "trainer.precision=bf16-mixed"],
-    "lm_tf32": GPU + LM + ["trainer.precision=32-true", "trainer.float32_matmul_precision=high"],
+    "lm_tf32": GPU + LM + ["trainer.precision=32-true", "float32_matmul_precision=high"],
 }
 # Families whose precision is fixed above, so they are one run, not a sweep over --precisions.
 SINGLE = {"ddp", "lm_compiled", "lm_tf32"}

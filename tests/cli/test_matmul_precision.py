@@ -1,4 +1,4 @@
-"""`trainer.float32_matmul_precision` holds for its job only and is recorded in metrics.json."""
+"""`float32_matmul_precision` holds for its job only and is recorded in metrics.json."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def test_a_job_of_a_multirun_does_not_inherit_the_previous_jobs_precision(tmp_pa
         *FAST,
         "logger=none",
         "test=false",
-        "trainer.float32_matmul_precision=high,null",
+        "float32_matmul_precision=high,null",
         cwd=tmp_path,
     )
     assert done.returncode == 0, done.stderr[-2000:]

@@ -11,7 +11,9 @@ old rate given explicitly, under `xiong2020 (lr 1e-3, retired)`: they hash as be
 `colbert_stdlib`'s when its rate became the 1e-4 chosen on validation (the colbert_recipe,
 colbert_budget and colbert_embedding_size variants give the old 5e-5 explicitly), and
 `context_extension`'s when its training budget became the 8 epochs its budget study chose
-(the 4-epoch variants are kept under "(4 epochs, retired)"). Paths
+(the 4-epoch variants are kept under "(4 epochs, retired)"). Two runs that set the float32
+matmul precision as `trainer.float32_matmul_precision` are recorded with its hash from then, and
+set it as the top-level `float32_matmul_precision` it moved to ("before it moved"). Paths
 that depend on the machine (the packaged MiniLM, the data folder) are replaced by placeholders
 first, so the hashes are the same on every checkout.
 """
@@ -29,6 +31,7 @@ from research.config.paths import config_dir
 from research.config.validate import validate
 from research.tracking.identity import config_hash
 from research.utils.backbones import default_backbone
+from research.utils.engine_versions import version_base
 
 GOLDEN = json.loads((Path(__file__).parent / "run_ids.json").read_text())
 
@@ -54,7 +57,7 @@ def portable_hash(config: dict[str, Any]) -> str:
 @pytest.mark.slow  # composes every experiment and ablation variant: about 10 s
 def test_every_experiment_and_variant_keeps_its_run_id():
     changed = []
-    with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
+    with initialize_config_dir(config_dir=str(config_dir()), **version_base()):
         for name, expected in sorted(GOLDEN.items()):
             config = validate(compose(config_name="train", overrides=expected["overrides"]))
             if portable_hash(config) != expected["config_hash"]:

@@ -12,6 +12,7 @@ from omegaconf.errors import OmegaConfBaseException
 from research.config.compose import compose_all
 from research.config.describe import class_doc, describe
 from research.config.errors import ConfigError
+from research.config.moved_keys import MOVED_KEYS
 from research.config.paths import config_dir, group_options
 from research.config.registry import declaration
 from research.config.validate import complete
@@ -113,6 +114,11 @@ def _node_lines(cfg: DictConfig, path: str, entry: str) -> list[str]:
         return _fields_table(cfg, "", f"@{entry}")
     node = OmegaConf.select(cfg, path, throw_on_resolution_failure=False)
     if node is None and OmegaConf.select(cfg, path, default="<absent>") == "<absent>":
+        if path in MOVED_KEYS:
+            raise ConfigError(
+                f"--help {path}: it moved to {MOVED_KEYS[path]}; --help {MOVED_KEYS[path]} "
+                "describes it"
+            )
         parent = path.rpartition(".")[0]
         while parent and not isinstance(OmegaConf.select(cfg, parent), DictConfig):
             parent = parent.rpartition(".")[0]

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, ClassVar, TypeVar
 
 from research.config.errors import ConfigError
+from research.config.moved_keys import moved_key_hint
 
 # numpy's (and so Lightning's seed_everything's) seed range is 0 .. 2**32 - 1.
 MAX_SEED = 2**32 - 1
@@ -46,8 +47,6 @@ class Schema:
     passthrough: ClassVar[tuple[str, ...]] = ()
     # Keys a config must have (an entry config's groups a run builds from): `~model` is refused.
     required: ClassVar[tuple[str, ...]] = ()
-    # Keys the run applies itself and keeps from the target (a setting torch has, not the class).
-    applied_by_run: ClassVar[tuple[str, ...]] = ()
     # A datamodule: the kind of batch its loaders yield (a name from research.config.batches).
     gives: ClassVar[str | None] = None
     # A task, network or loss: the kinds of batch it can take; () takes whatever the data gives.
@@ -199,6 +198,9 @@ def check_node(at: str, node: dict[str, Any], schema: type[Schema]) -> Schema:
         if key in _HYDRA_KEYS or key in schema.passthrough:
             continue
         if key not in fields:
+            moved = moved_key_hint(f"{at}.{key}" if at else key)
+            if moved:
+                raise ConfigError(moved)
             valid = ", ".join(sorted(fields) + list(schema.passthrough))
             owner = schema.targets[0] if schema.targets else schema.__name__
             fail(at, key, f"is not an option of {owner}; valid options: {valid}")

@@ -1,4 +1,4 @@
-"""`trainer.float32_matmul_precision`: how float32 matrix products run on GPUs that have faster
+"""`float32_matmul_precision`: how float32 matrix products run on GPUs that have faster
 kinds (TF32 on Ampere and later), which torch leaves at "highest" (full float32) and Lightning
 only hints at changing, in code a config-driven run does not have."""
 

@@ -12,6 +12,7 @@ import json
 import re
 from typing import Any
 
+from research.config.moved_keys import at_old_places
 from research.config.registry import declaration, hashed_target
 
 # Top-level keys and groups that say where, how or under which name a run is launched, watched or
@@ -116,6 +117,7 @@ def identity_content(resolved: dict[str, Any]) -> dict[str, Any]:
         trainer = dict(content["trainer"])
         plugins = _without_cluster(trainer.pop("plugins", None))
         content["trainer"] = {**trainer, **({"plugins": plugins} if plugins else {})}
+    at_old_places(content)  # a moved key hashes where ids first hashed it
     return content
 
 

@@ -23,17 +23,16 @@ PRECISIONS = [
     16,
     "bf16",
 ]
-MATMUL_PRECISIONS = ["highest", "high", "medium"]
 ACCELERATORS = ["auto", "cpu", "gpu", "cuda", "mps", "tpu"]
 
 
 @dataclass
 class Trainer(Schema):
-    """lightning.pytorch.Trainer; the run adds callbacks, loggers and default_root_dir, and
-    applies `float32_matmul_precision` itself (torch has it, not the Trainer)."""
+    """lightning.pytorch.Trainer; the run adds callbacks, loggers and default_root_dir (torch's
+    float32 matmul precision, which the Trainer does not take, is the top-level
+    `float32_matmul_precision`)."""
 
     targets = ("lightning.pytorch.Trainer", "lightning.Trainer")
-    applied_by_run = ("float32_matmul_precision",)
     accelerator: str = spec("auto", choices=ACCELERATORS)
     """Hardware to run on; auto picks an available GPU (CUDA, MPS) or TPU, else the CPU."""
     devices: int | str | list[int] = "auto"
@@ -72,12 +71,6 @@ class Trainer(Schema):
     """Accumulate gradients over this many batches per optimizer step: a larger effective batch."""
     deterministic: bool | str | None = None
     """Use only deterministic torch algorithms (reproducible, may be slower); "warn" only warns."""
-    float32_matmul_precision: str | None = spec(
-        None, choices=[*MATMUL_PRECISIONS, None], id_if_changed=True
-    )
-    """Matrix products of float32 tensors (torch.set_float32_matmul_precision): highest (full
-    float32), high (TF32 on GPUs that have it, at a multiple of float32's peak rate) or medium
-    (bf16); null: torch's default, highest. Mixed precision's bf16/fp16 products are unaffected."""
     benchmark: bool | None = None
     """Sets torch.backends.cudnn.benchmark (tunes conv kernels per input shape); null: leave it."""
     fast_dev_run: bool | int = False
@@ -293,8 +286,9 @@ class CSV(Schema):
     targets = ("lightning.pytorch.loggers.CSVLogger",)
     name: str | None = "lightning_logs"
     """Subfolder of save_dir for the logs; null writes the versions into save_dir itself."""
-    save_dir: str | None = None
-    """Where the logs go; the run replaces it with its run dir."""
+    save_dir: str = "."
+    """Where the logs go; the run replaces it with its run dir (the current directory when the
+    node is instantiated on its own)."""
     flush_logs_every_n_steps: int = spec(100, ge=1)
     """Write buffered metrics to disk every this many steps."""
 

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 from research.config.schema import MAX_SEED, Schema, spec
 
+MATMUL_PRECISIONS = ["highest", "high", "medium"]
+
 
 @dataclass
 class TrainRun(Schema):
@@ -18,6 +20,12 @@ class TrainRun(Schema):
     (without a variant); not part of the run id."""
     seed: int = spec(0, ge=0, le=MAX_SEED)
     """Seed of every RNG, 0 .. 2**32-1 (numpy's range). Part of the run id (config hash + seed)."""
+    float32_matmul_precision: str | None = spec(None, choices=[*MATMUL_PRECISIONS, None])
+    """Matrix products of float32 tensors (torch.set_float32_matmul_precision), applied for the
+    job and put back after it: highest (full float32), high (TF32 on GPUs that have it, at a
+    multiple of float32's peak rate) or medium (bf16); null: torch's default, highest. Mixed
+    precision's bf16/fp16 products are unaffected. Part of the run id unless null (formerly
+    trainer.float32_matmul_precision; runs that set it there keep their ids)."""
     tags: list[str] = spec([])
     """W&B tags of this run (research-ablate adds "ablation" and the ablation's name)."""
     group: str | None = None
