@@ -10,6 +10,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from nbclient import NotebookClient
+from omegaconf import OmegaConf
 
 import research
 from research.config.errors import ConfigError
@@ -42,6 +43,60 @@ def test_mistakes_are_the_clis_one_line_errors():
         research.compose("train", ["optimizer.lr=-1"])
     with pytest.raises(ConfigError, match="needs a config from research.compose"):
         research.train(research.compose("train").model)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "expected"),
+    [
+        # Each was accepted before train shared research-train's pre-flight (research.run.plan):
+        # a run dir was made and the run failed inside it, or it ran somewhere else than asked.
+        (["ckpt_path=last"], "ckpt_path=last: no unfinished run with run id "),
+        (["hparams_search=optuna"], "hparams_search=optuna takes effect in a multirun only"),
+        (["launcher=submitit_local"], "launcher=submitit_local takes effect in a multirun only"),
+        (["data.num_workers=100000"], "data.num_workers=100000 starts 100000 loader processes"),
+    ],
+)
+def test_train_refuses_what_research_train_refuses_before_writing_anything(
+    tmp_path: Path, overrides: list[str], expected: str
+):
+    cfg = research.compose("train", [*FAST, f"paths.root={tmp_path}", *overrides])
+    with pytest.raises(ConfigError) as err:
+        research.train(cfg)
+    assert expected in str(err.value) and "\n" not in str(err.value)
+    assert not (tmp_path / "logs").exists()
+
+
+def test_train_never_reenters_another_run_dir(tmp_path: Path):
+    """A run dir is one run: `hydra.run.dir` naming a completed run, or another config's run,
+    is refused before Hydra overwrites that run's files (train ran in it before)."""
+    done = tmp_path / "done"
+    done.mkdir()
+    (done / "metrics.json").write_text(json.dumps({"status": "completed", "run_id": "abc-s0"}))
+    cfg = research.compose("train", [*FAST, f"paths.root={tmp_path}", f"hydra.run.dir={done}"])
+    with pytest.raises(ConfigError, match="holds the completed run abc-s0, which is never re-"):
+        research.train(cfg)
+    other = tmp_path / "other"
+    (other / ".hydra").mkdir(parents=True)
+    saved = research.compose("train", [*FAST, "seed=1"])
+    job = OmegaConf.masked_copy(saved, [k for k in saved if k != "hydra"])
+    OmegaConf.save(job, other / ".hydra" / "config.yaml")  # as Hydra saves a job's config
+    cfg = research.compose("train", [*FAST, f"paths.root={tmp_path}", f"hydra.run.dir={other}"])
+    with pytest.raises(ConfigError, match=r"holds run \S+-s1, not this config's run \S+-s0 "):
+        research.train(cfg)
+    assert sorted(p.name for p in done.iterdir()) == ["metrics.json"]
+    assert sorted(p.name for p in other.iterdir()) == [".hydra"]
+    assert not (tmp_path / "logs").exists()
+
+
+def test_train_with_ckpt_path_last_continues_the_unfinished_run_in_its_own_dir(tmp_path: Path):
+    """As research-train does; train resumed it in a new run dir before."""
+    overrides = [*FAST, f"paths.root={tmp_path}"]
+    first = research.train(research.compose("train", overrides))
+    (first.run_dir / "metrics.json").unlink()  # killed before it recorded how it ended
+    again = research.train(research.compose("train", [*overrides, "ckpt_path=last"]))
+    assert again.status == "completed" and again.run_dir == first.run_dir
+    assert again.record["resumed_from"] == str(first.run_dir / "checkpoints" / "last.ckpt")
+    assert [p.name for p in first.run_dir.parent.iterdir()] == [first.run_dir.name]
 
 
 @pytest.mark.parametrize(

@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 
 from research import compat
-from research.cli.app import check_launch
 from research.config.compose import compose_all, hydra_node
 from research.config.errors import ConfigError
 from research.config.validate import validate
+from research.run.launch_checks import check_launch
 
 CHECKOUT = Path(__file__).parents[1]
 PAGES = [
@@ -53,7 +53,8 @@ def _check_train(args: list[str]) -> None:
     parsed = compat.hydra_args_parser().parse_args([a for a in args if a not in ("--cfg", "job")])
     composed = compose_all("train", parsed.overrides, single=not parsed.multirun)
     configs = [validate(cfg, entry="train") for cfg in composed]
-    check_launch("research-train", "train", hydra_node(composed[0]), configs, parsed)
+    hydra = hydra_node(composed[0])
+    check_launch("research-train", "train", hydra, configs, parsed.multirun, parsed.overrides)
 
 
 TRAIN = _commands("research-train")

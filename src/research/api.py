@@ -21,10 +21,10 @@ from typing import Any
 
 from omegaconf import DictConfig
 
-from research.config.compose import compose_all
 from research.config.errors import ConfigError
 from research.config.paths import config_dir
 from research.config.validate import validate
+from research.run.plan import composed_configs, plan_config
 from research.utils.logging_state import root_logging_restored
 
 
@@ -45,8 +45,7 @@ def compose(config_name: str = "train", overrides: Sequence[str] = ()) -> DictCo
     `compose(..., return_hydra_config=True)` it keeps the `hydra` node, which says where a run
     of it goes; edit the other values freely before `build` or `train`."""
     _check_arguments(config_name, overrides)
-    (cfg,) = compose_all(config_name, list(overrides), single=True)
-    validate(cfg, entry=config_name)
+    (cfg,), _ = composed_configs("research.compose", config_name, overrides, single=True)
     return cfg
 
 
@@ -77,33 +76,25 @@ def build(cfg: DictConfig) -> tuple[Any, Any]:
     return build_task(config)
 
 
-def _preflight(config: dict[str, Any]) -> None:
-    from research.run.preflight import (
-        check_accelerator,
-        check_ckpt_path,
-        check_declared_files,
-        check_writable,
-    )
-
-    check_writable(Path(config["paths"]["log_dir"]), "paths.log_dir")
-    check_ckpt_path(config)
-    check_declared_files(config)
-    check_accelerator(config)
-
-
 def train(cfg: DictConfig) -> Run:
-    """Train, test and record one run of a config from `compose`, in a new run dir named as
-    research-train names it; returns how it ended (a failed run is a Run with status
-    `failed`, its error in `record["error"]`, as research-train records it)."""
+    """Train, test and record one run of a config from `compose`, in a run dir claimed as
+    research-train claims it (a new one named from the time and the overrides; for
+    `ckpt_path=last` the unfinished run's own). Before anything is written, the config passes
+    research-train's pre-flight (research.run.plan): a mistake raises its one-line ConfigError.
+    Returns how the run ended (a failed run is a Run with status `failed`, its error in
+    `record["error"]`, as research-train records it)."""
     from research import compat
     from research.run.fit import train as train_task
     from research.tracking.run_dir import read_metrics
 
     if not isinstance(cfg, DictConfig) or "hydra" not in cfg:
         raise ConfigError("train(cfg) needs a config from research.compose (it has no hydra node)")
-    _preflight(validate(cfg))
-    with root_logging_restored():
-        done = compat.hydra_run_job(cfg, train_task, str(config_dir()))
+    plan, job = plan_config("research-train", cfg)
+    try:
+        with root_logging_restored():
+            done = compat.hydra_run_job(job, train_task, str(config_dir()))
+    finally:
+        plan.release()
     run_dir = Path(done.hydra_cfg.hydra.runtime.output_dir)
     record = read_metrics(run_dir) or {}
     return Run(

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from research.cli.app import _sweep_failures
+from research.cli.exit_status import _sweep_failures
 from research.tracking.sweep_summary import SweepSummary, summarize
 
 

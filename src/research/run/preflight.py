@@ -141,6 +141,20 @@ def check_workers(config: dict[str, Any]) -> None:
         )
 
 
+def check_machine(configs: list[dict[str, Any]], hydra: Any) -> None:
+    """What the schemas cannot know: files, folders and devices of this machine. Jobs that run
+    elsewhere (SLURM) are not checked against this machine's devices."""
+    remote = "slurm" in str(hydra.launcher.get("_target_", "")).lower()
+    for log_dir in sorted({str(c["paths"]["log_dir"]) for c in configs}):
+        check_writable(Path(log_dir), "paths.log_dir")
+    for config in configs:
+        check_ckpt_path(config)
+        check_declared_files(config)
+        if not remote:
+            check_accelerator(config)
+            check_workers(config)
+
+
 def _identity_part(config: dict[str, Any]) -> dict[str, Any]:
     """The keys a run's id depends on, flattened to dotted names."""
     flat: dict[str, Any] = {}

@@ -3,12 +3,13 @@ builds."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from torch import nn
 
-from research.tracking.checkpoints import CheckpointError
+from research.tracking.checkpoints import CheckpointError, read_checkpoint
 from research.tracking.run_dir import CHECKPOINT_DIR, find_resume_checkpoint
 
 
@@ -77,3 +78,39 @@ def resolve_resume(
     if not path.is_file():
         raise CheckpointError(f"checkpoint {path} does not exist")
     return path.resolve()
+
+
+@dataclass
+class Resume:
+    """Where a run continues from: a checkpoint (None: a fresh start), what it holds until the
+    model was checked against it, and what it says of the run it comes from; or the error that
+    finding it raised, which the job raises once its loggers exist (so its W&B run is marked
+    failed too)."""
+
+    path: Path | None = None
+    contents: dict[str, Any] = field(default_factory=dict, repr=False)
+    epoch: int = 0
+    wandb_run_id: str | None = None
+    error: CheckpointError | None = None
+
+
+def resume_point(config: dict[str, Any], run_dir: Path, run_id: str) -> Resume:
+    """The checkpoint the run `run_id` in `run_dir` continues from. The run dir's own
+    `last.ckpt` must be this run's (same run id): a run dir is one run."""
+    try:
+        path = resolve_resume(
+            config.get("ckpt_path"), run_dir, Path(config["paths"]["log_dir"]), run_id
+        )
+        if path is None:
+            return Resume()
+        contents = read_checkpoint(path)
+        saved = contents.get("research") or {}
+        saved_id = saved.get("run_id")
+        if path.parent.parent == run_dir and saved_id and saved_id != run_id:
+            raise CheckpointError(
+                f"{path} belongs to run {saved_id}, not to this config's run {run_id}; "
+                "a run dir holds one run: start a new run dir or use that run's config"
+            )
+    except CheckpointError as err:
+        return Resume(error=err)
+    return Resume(path, contents, int(contents.get("epoch", 0)), saved.get("wandb_run_id"))

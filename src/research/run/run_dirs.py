@@ -2,8 +2,9 @@
 
 Hydra writes `.hydra/config.yaml` into a run dir before the job runs, so a second launch into the
 same dir would overwrite the first run's config before any lock inside the job could refuse it.
-The CLI therefore creates (or checks) the dir, takes its lock and pins it on the command line
-first; an ablation job likewise claims its run id before it starts (research.tracking.claim).
+The pre-flight (research.run.plan) therefore creates (or checks) the dir, takes its lock and pins
+it on the command line (or in the Python API's config) first; an ablation job likewise claims
+its run id before it starts (research.tracking.claim).
 """
 
 from __future__ import annotations
@@ -30,22 +31,21 @@ def is_rank_zero() -> bool:
     return all(os.environ.get(var, "0") == "0" for var in ("RANK", "LOCAL_RANK", "SLURM_PROCID"))
 
 
-def _pin(args: list[str], key: str, value: Path) -> None:
+def pin(args: list[str], key: str, value: Path) -> None:
     """Make `key=value` the command line's only value of `key`: what Hydra and the other DDP
     ranks (which re-run the command line) use is what the CLI checked and claimed."""
     args[:] = [a for a in args if not a.startswith(f"{key}=")]
     args.append(f"{key}={quoted(value)}")
 
 
-def _single_run_dir(args: list[str], config: dict[str, Any], hydra: Any) -> tuple[Path, bool]:
-    """The run dir of a single run, and whether it may exist already: `hydra.run.dir=<dir>`,
-    or for `ckpt_path=last` this config's newest unfinished run; else the new dir Hydra names
-    from the time and the overrides."""
+def _single_run_dir(config: dict[str, Any], hydra: Any, pinned: bool) -> tuple[Path, bool]:
+    """The run dir of a single run, and whether it may exist already: `hydra.run.dir=<dir>`
+    (`pinned`: named by the user), or for `ckpt_path=last` this config's newest unfinished run;
+    else the new dir Hydra names from the time and the overrides."""
     from research.tracking.identity import run_id
     from research.tracking.run_dir import find_unfinished_run
 
     named = Path(str(hydra.run.dir)).expanduser().absolute()
-    pinned = given(args, "hydra.run.dir")
     if pinned or config.get("ckpt_path") != "last":
         return named, pinned
     log_dir = Path(config["paths"]["log_dir"])
@@ -94,16 +94,16 @@ def _make_run_dir(run_dir: Path) -> bool:
     return True
 
 
-def claim_run_dir(args: list[str], config: dict[str, Any], hydra: Any) -> RunDirClaim | None:
-    """Claim a single run's dir before Hydra writes into it and pin it on the command line. An
-    existing dir must hold this config's unfinished run; a name Hydra made is never shared (a
-    second process started in the same microsecond gets `<name>-2`). Rank zero only: the other
-    ranks run in the dir it claimed."""
+def claim_run_dir(config: dict[str, Any], hydra: Any, pinned: bool) -> RunDirClaim | None:
+    """Claim a single run's dir before Hydra writes into it (`pinned`: the user named it with
+    `hydra.run.dir`). An existing dir must hold this config's unfinished run; a name Hydra made
+    is never shared (a second process started in the same microsecond gets `<name>-2`). Rank
+    zero only: the other ranks run in the dir it claimed."""
     from research.run.preflight import check_not_completed, check_run_dir_identity
 
     if not is_rank_zero():
         return None
-    run_dir, reusable = _single_run_dir(args, config, hydra)
+    run_dir, reusable = _single_run_dir(config, hydra, pinned)
     if not reusable:
         names = [run_dir, *(run_dir.with_name(f"{run_dir.name}-{n}") for n in range(2, 100))]
         claim = RunDirClaim(next(name for name in names if _make_run_dir(name)), created=True)
@@ -127,7 +127,6 @@ def claim_run_dir(args: list[str], config: dict[str, Any], hydra: Any) -> RunDir
     except BaseException:
         claim.release()
         raise
-    _pin(args, "hydra.run.dir", claim.run_dir)
     return claim
 
 
