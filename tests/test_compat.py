@@ -3,12 +3,16 @@ upgrade that changes one of them fails here, by name."""
 
 from __future__ import annotations
 
+import functools
+import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from datetime import timedelta
+from importlib.metadata import version
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn, TypeVar
 
 import lightning as L
 import pytest
@@ -17,26 +21,65 @@ from hydra import compose, initialize_config_dir
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from lightning.pytorch.callbacks import LearningRateMonitor, ModelCheckpoint
 from lightning.pytorch.loggers import CSVLogger
-from omegaconf import DictConfig, ListConfig, OmegaConf
+from omegaconf import OmegaConf
 from torch.utils.data import DataLoader, TensorDataset
 
 from research import compat
 from research.callbacks.last_checkpoint import LastCheckpoint
 from research.config.paths import config_dir
+from research.utils.engine_versions import version_base
 from tests.helpers.tiny_module import Tiny
 
+Test = TypeVar("Test", bound=Callable[..., Any])
+# Each function of research.compat, and the package whose internal its test reaches.
+REACHED: dict[str, str] = {}
 
+
+def _moved(package: str, functions: tuple[str, ...], err: Exception) -> NoReturn:
+    """Fail in one line: the package, its installed version, and what no longer imports."""
+    said = (str(err).splitlines() or [""])[0]
+    named = ", ".join(f"research.compat.{f}" for f in functions)
+    pytest.fail(
+        f"{package} {version(package)}: {named} reaches an internal that moved "
+        f"({type(err).__name__}: {said})",
+        pytrace=False,
+    )
+
+
+def reaches(package: str, *functions: str) -> Callable[[Test], Test]:
+    """Mark a test as the test of `functions`, which reach an internal of `package`: an
+    ImportError or AttributeError in it fails in one line naming the package and version."""
+
+    def mark(test: Test) -> Test:
+        REACHED.update(dict.fromkeys(functions, package))
+
+        @functools.wraps(test)
+        def checked(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return test(*args, **kwargs)
+            except (ImportError, AttributeError) as err:
+                moved = err
+            _moved(package, functions, moved)  # outside the except: no traceback chained
+
+        return checked  # type: ignore[return-value]
+
+    return mark
+
+
+@reaches("hydra-core", "hydra_args_parser")
 def test_hydra_args_parser_reads_the_flags_hydra_main_reads():
     parsed = compat.hydra_args_parser().parse_args(["-m", "seed=1,2", "--cfg", "job"])
     assert parsed.multirun and parsed.cfg == "job" and parsed.overrides == ["seed=1,2"]
 
 
+@reaches("hydra-core", "hydra_basic_sweep_jobs")
 def test_hydra_basic_sweep_jobs_lists_the_jobs_in_launch_order():
     parsed = OverridesParser.create().parse_overrides(["a=1,2", "b=x,y"])
     jobs = compat.hydra_basic_sweep_jobs(parsed)
     assert jobs == [["a=1", "b=x"], ["a=1", "b=y"], ["a=2", "b=x"], ["a=2", "b=y"]]
 
 
+@reaches("hydra-core", "hydra_apply_value_overrides")
 def test_hydra_apply_value_overrides_sets_adds_and_removes_in_struct_mode():
     cfg = OmegaConf.create({"a": {"b": 1, "c": 2}})
     OmegaConf.set_struct(cfg, True)
@@ -49,14 +92,21 @@ def test_hydra_apply_value_overrides_sets_adds_and_removes_in_struct_mode():
         )
 
 
-def test_hydra_override_dirname_sorts_joins_and_excludes_as_hydra_does():
-    parsed = OverridesParser.create().parse_overrides(["seed=3", "b=2", "a=1"])
-    settings = OmegaConf.create({"kv_sep": ":", "item_sep": "+", "exclude_keys": ["seed"]})
-    assert compat.hydra_override_dirname(parsed, settings) == "a:1+b:2"
+@reaches("hydra-core", "hydra_record_override_dirname")
+def test_hydra_record_override_dirname_sorts_joins_and_excludes_as_hydra_does():
+    with initialize_config_dir(config_dir=str(config_dir()), **version_base()):
+        cfg = compose("train", return_hydra_config=True)
+    settings = cfg.hydra.job.config.override_dirname
+    settings.kv_sep, settings.item_sep, settings.exclude_keys = ":", "+", ["seed"]
+    cfg.hydra.overrides.task = ["seed=3", "b=2", "a=1"]
+    parsed = OverridesParser.create().parse_overrides(list(cfg.hydra.overrides.task))
+    compat.hydra_record_override_dirname(cfg.hydra, parsed)
+    assert cfg.hydra.job.override_dirname == "a:1+b:2"
 
 
+@reaches("hydra-core", "hydra_run_job")
 def test_hydra_run_job_runs_a_task_as_hydra_runs_one_job(tmp_path: Path):
-    with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
+    with initialize_config_dir(config_dir=str(config_dir()), **version_base()):
         cfg = compose("train", ["seed=7"], return_hydra_config=True)
     OmegaConf.update(cfg, "hydra.run.dir", str(tmp_path / "run"))
     seen = []
@@ -68,13 +118,43 @@ def test_hydra_run_job_runs_a_task_as_hydra_runs_one_job(tmp_path: Path):
     assert OmegaConf.load(tmp_path / "run" / ".hydra" / "overrides.yaml") == ["seed=7"]
 
 
-def test_omegaconf_child_keeps_interpolations_and_containers():
-    cfg = OmegaConf.create({"a": "${b}", "b": 1, "c": {"d": [1]}})
-    assert compat.omegaconf_child(cfg, "a")._value() == "${b}"
-    assert isinstance(compat.omegaconf_child(cfg, "c"), DictConfig)
-    assert isinstance(compat.omegaconf_child(cfg.c, "d"), ListConfig)
+@reaches("hydra-core", "hydra_config_header")
+def test_hydra_config_header_is_the_package_header_as_hydra_reads_it():
+    assert compat.hydra_config_header("# @package _global_\n\nx: 1") == {"package": "_global_"}
+    assert compat.hydra_config_header("x: 1\n# @package a") == {"package": None}
+    with pytest.raises(ValueError, match="Too many components"):
+        compat.hydra_config_header("# @package a b")
 
 
+@reaches("hydra-core", "hydra_config_file_name")
+def test_hydra_config_file_name_adds_hydras_extension():
+    assert compat.hydra_config_file_name("optimizer/adam") == "optimizer/adam.yaml"
+    assert compat.hydra_config_file_name("train.yaml") == "train.yaml"
+
+
+@reaches("hydra-core", "hydra_list_config_entry")
+def test_hydra_list_config_entry_lists_groups_and_configs_as_hydra_does(tmp_path: Path):
+    from hydra.core.object_type import ObjectType
+
+    from hydra_plugins.research_configs.declared_source import DeclaredConfigSource
+
+    (tmp_path / "group").mkdir()
+    (tmp_path / "group" / "option.yaml").write_text("x: 1\n")
+    (tmp_path / "__init__.py").write_text("")
+    source = DeclaredConfigSource(provider="test", path=str(tmp_path))
+    listed: list[str] = []
+    for name in ("group", "__init__.py"):
+        compat.hydra_list_config_entry(source, listed, name, name, None)
+    compat.hydra_list_config_entry(source, listed, "group/option.yaml", "option.yaml", None)
+    assert listed == ["group", "option"]
+    only_groups: list[str] = []
+    compat.hydra_list_config_entry(
+        source, only_groups, "group/option.yaml", "option.yaml", ObjectType.GROUP
+    )
+    assert only_groups == []
+
+
+@reaches("lightning", "lightning_reruns_command_line")
 def test_lightning_reruns_command_line_only_for_its_subprocess_launcher():
     ddp = L.Trainer(accelerator="cpu", devices=2, strategy="ddp", logger=False)
     single = L.Trainer(accelerator="cpu", devices=1, logger=False)
@@ -82,7 +162,19 @@ def test_lightning_reruns_command_line_only_for_its_subprocess_launcher():
     assert not compat.lightning_reruns_command_line(single.strategy)
 
 
+@reaches("lightning", "wandb_logger_started", "wandb_logger_without_anonymous")
+def test_wandb_logger_reads_and_changes_what_lightning_keeps_before_a_run_starts(tmp_path: Path):
+    from lightning.pytorch.loggers import WandbLogger
+
+    logger = WandbLogger(save_dir=str(tmp_path), mode="offline")
+    assert "anonymous" in logger._wandb_init  # what Lightning sends today
+    compat.wandb_logger_without_anonymous(logger)
+    assert "anonymous" not in logger._wandb_init and logger._wandb_init["mode"] == "offline"
+    assert not compat.wandb_logger_started(logger)
+
+
 @pytest.mark.slow  # a W&B run started and finished: 4.5 s
+@reaches("lightning", "wandb_logger_started", "wandb_logger_without_anonymous")
 def test_wandb_logger_started_and_without_anonymous(tmp_path: Path):
     from lightning.pytorch.loggers import WandbLogger
 
@@ -110,8 +202,32 @@ print(compat.WANDB_LAUNCH_INPUTS in sys.modules, applied == [run.id])
 """
 
 
+@reaches("wandb", "wandb_skip_unstaged_launch_inputs")
+def test_wandb_skip_unstaged_launch_inputs_reaches_what_it_patches(monkeypatch):
+    """What the probe below runs in a process of its own, reached here (one line if moved)."""
+    import wandb
+    from wandb.sdk.wandb_run import Run
+
+    Run._detect_and_apply_job_inputs  # noqa: B018 - reached (one line if it moved)
+    called = []
+
+    def stock(run: Any) -> None:  # in place of W&B's, which another test may have patched
+        called.append(run)
+
+    monkeypatch.setattr(Run, "_detect_and_apply_job_inputs", stock)
+    compat.wandb_skip_unstaged_launch_inputs()
+    assert Run._detect_and_apply_job_inputs is not stock
+    monkeypatch.setitem(sys.modules, compat.WANDB_LAUNCH_INPUTS, sys.modules[__name__])
+    Run._detect_and_apply_job_inputs("run")
+    assert called == ["run"]  # with the module imported, W&B's own runs
+    module = compat.WANDB_LAUNCH_INPUTS.removeprefix("wandb.").replace(".", "/")
+    if not (Path(wandb.__file__).parent / f"{module}.py").is_file():
+        raise ImportError(f"no module named {compat.WANDB_LAUNCH_INPUTS}")
+
+
 @pytest.mark.parametrize(("staged", "expected"), [("none", "False False"), ("staged", "True True")])
 @pytest.mark.slow
+@reaches("wandb", "wandb_skip_unstaged_launch_inputs")
 def test_wandb_skip_unstaged_launch_inputs_applies_inputs_only_where_some_can_be_staged(
     tmp_path: Path, staged: str, expected: str
 ):
@@ -125,6 +241,7 @@ def test_wandb_skip_unstaged_launch_inputs_applies_inputs_only_where_some_can_be
     assert done.stdout.split("\n")[-2] == expected
 
 
+@reaches("wandb", "wandb_package_list_from_headers")
 def test_wandb_package_list_from_headers_lists_what_wandb_lists(monkeypatch):
     import wandb.util
 
@@ -145,6 +262,7 @@ def test_package_name_and_version_come_from_the_headers_only():
     assert compat._name_and_version("") == (None, None)
 
 
+@reaches("wandb", "wandb_record")
 def test_wandb_record_parses_a_run_files_records():
     record = compat.wandb_record()()
     record.history.item.add(key="loss", value_json="0.5")
@@ -161,6 +279,7 @@ def study():
     return optuna.create_study()
 
 
+@reaches("optuna", "optuna_trial", "optuna_live_trial")
 def test_optuna_trial_and_live_trial_reach_a_running_trial(study):
     asked = study.ask()
     trial = compat.optuna_trial(study, asked.number)
@@ -171,6 +290,7 @@ def test_optuna_trial_and_live_trial_reach_a_running_trial(study):
     assert study.get_trials()[0].user_attrs == {"why": "test"}
 
 
+@reaches("optuna", "optuna_grid_sampler", "optuna_grid_point")
 def test_optuna_grid_sampler_asks_which_points_are_left_and_never_stops_the_study(study):
     calls = []
 
@@ -205,6 +325,7 @@ def _rank_zero_answers() -> int:
 
 
 @pytest.mark.slow  # submitit polls a local job's state every few seconds
+@reaches("submitit", "submitit_first_task_results")
 def test_submitit_first_task_results_survive_a_task_that_left_no_result(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
@@ -221,6 +342,7 @@ def test_submitit_first_task_results_survive_a_task_that_left_no_result(
         job.results()  # submitit's own reading: every task must have answered
 
 
+@reaches("torch", "inductor_cpp_compilers")
 def test_inductor_cpp_compilers_follow_inductors_setting():
     from torch._inductor import config
 
@@ -237,6 +359,7 @@ class CountsBatchEnds(L.Callback):
         self.ends += 1
 
 
+@reaches("lightning", "lightning_skip_idle_batch_hooks")
 def test_lightning_skip_idle_batch_hooks_nones_only_the_ones_that_do_nothing():
     counts, last = CountsBatchEnds(), LastCheckpoint(dirpath="checkpoints")
     by_steps = ModelCheckpoint(dirpath="checkpoints", every_n_train_steps=2)
@@ -307,6 +430,7 @@ def _fit_two_epochs(checkpoint: ModelCheckpoint) -> None:
     trainer.fit(Tiny(), DataLoader(TensorDataset(torch.randn(12, 2)), batch_size=4))
 
 
+@reaches("lightning", "lightning_checkpoint_saved_last")
 def test_lightning_checkpoint_saved_last_is_the_step_and_path_of_the_latest_save(tmp_path: Path):
     checkpoint = ModelCheckpoint(dirpath=tmp_path, save_top_k=-1)
     _fit_two_epochs(checkpoint)
@@ -316,6 +440,7 @@ def test_lightning_checkpoint_saved_last_is_the_step_and_path_of_the_latest_save
     )
 
 
+@reaches("lightning", "lightning_model_checkpoint_with_save_hooks")
 def test_lightning_model_checkpoint_with_save_hooks_runs_them_at_every_save(tmp_path: Path):
     seen: list[tuple[str, Any]] = []
 
@@ -341,6 +466,7 @@ def test_lightning_model_checkpoint_with_save_hooks_runs_them_at_every_save(tmp_
     assert compat.lightning_model_checkpoint_with_save_hooks() is type(checkpoint).__base__
 
 
+@reaches("lightning", "lightning_cuda_peak_flops")
 def test_lightning_cuda_peak_flops_is_a_chips_row_of_lightnings_table():
     h100 = compat.lightning_cuda_peak_flops("h100 sxm")
     assert h100[torch.bfloat16] == 989.4e12 and h100["tfloat32"] == 494.7e12
@@ -348,6 +474,7 @@ def test_lightning_cuda_peak_flops_is_a_chips_row_of_lightnings_table():
         compat.lightning_cuda_peak_flops("no such chip")
 
 
+@reaches("lightning", "lightning_log_skips_same_device_moves")
 def test_lightning_log_skips_same_device_moves_only_where_nothing_would_move(monkeypatch):
     from lightning.pytorch.trainer.connectors.logger_connector import result
 
@@ -404,3 +531,219 @@ def test_lightning_log_skips_same_device_moves_leaves_logged_values_unchanged():
     # The epoch mean weighted by batch size, (1 * 4 + 2 * 2) / 6, and the mean of row sums.
     assert trainer.callback_metrics["val/step"].item() == pytest.approx(8 / 6)
     assert trainer.callback_metrics["val/mean"].item() == pytest.approx(data.sum(1).mean().item())
+
+
+def _fake_sbatch(folder: Path, says: str, code: int) -> Path:
+    """A folder holding an `sbatch` that writes `says` to stderr and exits with `code`."""
+    folder.mkdir()
+    sbatch = folder / "sbatch"
+    sbatch.write_text(f"#!/bin/sh\necho '{says}' >&2\nexit {code}\n")
+    sbatch.chmod(0o755)
+    return folder
+
+
+@reaches("submitit", "sbatch_tests_first")
+def test_sbatch_tests_first_refuses_what_sbatch_would_queue_for_ever(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    from submitit.core.utils import FailedJobError
+    from submitit.slurm.slurm import SlurmExecutor
+
+    stock = SlurmExecutor._make_submission_command
+    executor = SlurmExecutor(folder=tmp_path / "jobs")
+    refusing = _fake_sbatch(tmp_path / "refusing", "Requested node configuration", 1)
+    monkeypatch.setenv("PATH", f"{refusing}{os.pathsep}{os.environ['PATH']}")
+    refused = pytest.raises(FailedJobError, match="^sbatch: error: Requested node configuration$")
+    with compat.sbatch_tests_first(), refused:
+        executor._make_submission_command(tmp_path / "job.sh")
+    assert SlurmExecutor._make_submission_command is stock
+    taking = _fake_sbatch(tmp_path / "taking", "sbatch: Job 1 to start", 0)
+    monkeypatch.setenv("PATH", f"{taking}{os.pathsep}{os.environ['PATH']}")
+    with compat.sbatch_tests_first():
+        assert executor._make_submission_command(tmp_path / "job.sh") == [
+            "sbatch",
+            str(tmp_path / "job.sh"),
+        ]
+
+
+def test_every_compat_function_has_a_test_naming_its_package():
+    import inspect
+
+    functions = {
+        name
+        for name, member in vars(compat).items()
+        if inspect.isfunction(inspect.unwrap(member))  # functools.cache'd ones too
+        and member.__module__ == compat.__name__
+        and not name.startswith("_")
+    }
+    assert functions - {"apply_patches", "vanilla"} == set(REACHED)
+    assert {patch.function for patch in compat.PATCHES} <= set(REACHED)
+
+
+def test_a_moved_internal_fails_in_one_line_naming_the_package_and_its_version():
+    moved = ImportError(
+        "cannot import name 'get_args_parser' from 'hydra._internal.utils'\n(more lines)"
+    )
+    with pytest.raises(pytest.fail.Exception) as failed:
+        _moved("hydra-core", ("hydra_args_parser",), moved)
+    assert str(failed.value) == (
+        f"hydra-core {version('hydra-core')}: research.compat.hydra_args_parser reaches an "
+        "internal that moved (ImportError: cannot import name 'get_args_parser' from "
+        "'hydra._internal.utils')"
+    )
+
+    @reaches("lightning")
+    def gone() -> None:
+        raise AttributeError("type object 'ModelCheckpoint' has no attribute '_save_checkpoint'")
+
+    with pytest.raises(pytest.fail.Exception, match=r"^lightning \S+: .*has no attribute"):
+        gone()
+
+
+# Where each point of compat.apply_patches is reached, with what it is given.
+POINTS: dict[str, tuple[Any, ...]] = {
+    "job": (),
+    "trainer": ([],),
+    "wandb": (),
+    "wandb_logger": (object(),),
+    "slurm_launch": (),
+}
+
+
+def _apply_everywhere() -> None:
+    for point, targets in POINTS.items():
+        with compat.apply_patches(point, *targets):
+            pass
+
+
+def test_apply_patches_makes_each_patch_at_its_point_and_none_with_research_vanilla(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    assert set(POINTS) == {patch.point for patch in compat.PATCHES}
+    made: list[str] = []
+    for patch in compat.PATCHES:  # looked up by name when applied: replaced here
+        monkeypatch.setattr(
+            compat, patch.function, lambda *_, name=patch.function: made.append(name)
+        )
+    for off in ("", "0"):
+        monkeypatch.setenv(compat.VANILLA, off)
+        made.clear()
+        _apply_everywhere()
+        assert made == [patch.function for patch in compat.PATCHES]
+    for on in ("1", "true"):
+        monkeypatch.setenv(compat.VANILLA, on)
+        made.clear()
+        _apply_everywhere()
+        assert made == []
+    with pytest.raises(ValueError, match="no patch is made at 'nowhere'"):
+        compat.apply_patches("nowhere")
+
+
+def test_a_patch_made_for_a_block_lasts_until_the_block_ends(monkeypatch: pytest.MonkeyPatch):
+    import contextlib
+
+    seen: list[str] = []
+
+    @contextlib.contextmanager
+    def block() -> Any:
+        seen.append("made")
+        yield
+        seen.append("undone")
+
+    monkeypatch.setattr(compat, "submitit_first_task_results", block)
+    monkeypatch.setattr(compat, "sbatch_tests_first", block)
+    monkeypatch.delenv(compat.VANILLA, raising=False)
+    with compat.apply_patches("slurm_launch"):
+        assert seen == ["made", "made"]
+    assert seen == ["made", "made", "undone", "undone"]
+
+
+def test_the_docs_table_of_patches_is_compats_list():
+    page = Path(__file__).parents[1] / "docs" / "pages" / "reference" / "compat.md"
+    lines = page.read_text(encoding="utf-8").splitlines()
+    start = lines.index("| patch (`research.compat.`) | applied at | what | why | what it saves |")
+    rows = []
+    for line in lines[start + 2 :]:
+        if not line.startswith("|"):
+            break
+        rows.append(line)
+    assert rows == [
+        f"| `{p.function}` | `{p.point}` | {p.what} | {p.why} | {p.saves} |" for p in compat.PATCHES
+    ]
+
+
+# A default run in a process of its own, then which process-wide patches are in place.
+_RUN_PROBE = """
+import json, sys
+from research.cli import train
+try:
+    code = train.main(sys.argv[1:])
+except SystemExit as exit_:
+    code = exit_.code
+import wandb.util
+from lightning.pytorch.trainer.connectors.logger_connector.result import _ResultMetric
+from wandb.sdk.wandb_run import Run
+in_place = {
+    "lightning_log_skips_same_device_moves": _ResultMetric.to,
+    "wandb_skip_unstaged_launch_inputs": Run._detect_and_apply_job_inputs,
+    "wandb_package_list_from_headers": wandb.util.working_set,
+}
+patched = sorted(k for k, v in in_place.items() if v.__module__ == "research.compat")
+print(json.dumps({"code": code, "patched": patched}))
+"""
+
+
+@pytest.mark.slow  # two default runs, each in a process of its own: 40-60 s
+def test_a_default_run_gives_the_same_metrics_with_research_vanilla(tmp_path: Path):
+    from tests.helpers.cli import FAST, cli_env, metrics, run_dirs
+
+    seen = {}
+    for vanilla in ("1", "0"):
+        workdir = tmp_path / f"vanilla-{vanilla}"
+        workdir.mkdir()
+        done = subprocess.run(
+            [sys.executable, "-c", _RUN_PROBE, *FAST],
+            cwd=workdir,
+            env={**cli_env(workdir), compat.VANILLA: vanilla},
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        said = json.loads(done.stdout.strip().splitlines()[-1])
+        assert said["code"] == 0, done.stderr[-3000:]
+        (run,) = run_dirs(workdir)
+        seen[vanilla] = said["patched"], metrics(run)
+    (none, plain), (all_, patched) = seen["1"], seen["0"]
+    assert none == [] and all_ == sorted(
+        [
+            "lightning_log_skips_same_device_moves",
+            "wandb_package_list_from_headers",
+            "wandb_skip_unstaged_launch_inputs",
+        ]
+    )
+    assert plain["status"] == patched["status"] == "completed"
+    assert plain["best"]["test/acc"] == patched["best"]["test/acc"]
+    assert plain["best"] == patched["best"] and plain["final"] == patched["final"]
+
+
+def test_an_override_of_a_method_that_moved_fails_when_the_class_is_made():
+    """A subclass's override of a method the base no longer has would never be called."""
+    with pytest.raises(AttributeError, match="ModelCheckpoint has no method _gone"):
+        compat._still_has(ModelCheckpoint, "_save_checkpoint", "_gone")
+
+
+def test_patches_are_made_only_through_apply_patches():
+    """One switch: code outside compat.py that made a patch itself would ignore it."""
+    import ast
+
+    patches = {patch.function for patch in compat.PATCHES}
+    src = Path(__file__).parents[1] / "src"
+    direct = [
+        f"{path.relative_to(src)}:{node.lineno}: compat.{node.attr}"
+        for path in sorted(src.rglob("*.py"))
+        if path.name != "compat.py"
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Attribute) and node.attr in patches
+    ]
+    assert direct == []

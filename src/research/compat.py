@@ -3,13 +3,19 @@
 Each function wraps one use, with the reason no public API serves, so an upgrade that changes one
 of them breaks here and in its test (tests/test_compat.py), not somewhere in a run. Importing
 this module imports none of the libraries: each is imported where it is used.
+
+The functions that change a library's behaviour (PATCHES) are applied only through
+`apply_patches`, and `RESEARCH_VANILLA=1` turns every one of them off, so that an upgrade of a
+library can be bisected against the library as released (docs: reference/compat.md).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import functools
+import os
 import subprocess
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -40,12 +46,20 @@ def hydra_apply_value_overrides(cfg: Any, overrides: list[Any]) -> None:
     ConfigLoaderImpl._apply_overrides_to_config(overrides, cfg)  # noqa: SLF001
 
 
-def hydra_override_dirname(overrides: list[Any], settings: Any) -> str:
-    """`hydra.job.override_dirname` for parsed task overrides, under the `override_dirname`
-    settings (`kv_sep`, `item_sep`, `exclude_keys`) of `hydra.job.config`, as Hydra writes it."""
+def hydra_record_override_dirname(hydra: Any, overrides: list[Any]) -> None:
+    """Set `hydra.job.override_dirname` of a composed `hydra` node for parsed task `overrides`,
+    under its `hydra.job.config.override_dirname` settings, as Hydra's composition does. Hydra
+    1.4 makes it an interpolation of its `hydra_override_dirname` resolver over
+    `hydra.overrides.task`, which is then already right; 1.3 writes the value, with a function
+    it keeps in `hydra._internal.config_loader_impl`."""
+    from omegaconf import OmegaConf
+
+    if OmegaConf.is_interpolation(hydra.job, "override_dirname"):
+        return
     from hydra._internal.config_loader_impl import get_overrides_dirname
 
-    return get_overrides_dirname(
+    settings = hydra.job.config.override_dirname
+    hydra.job.override_dirname = get_overrides_dirname(
         overrides=overrides,
         kv_sep=settings.kv_sep,
         item_sep=settings.item_sep,
@@ -64,7 +78,9 @@ def hydra_run_job(cfg: Any, task: Any, config_dir: str) -> Any:
     from hydra.core.utils import JobRuntime, run_job
     from hydra.types import HydraContext
 
-    with initialize_config_dir(config_dir=config_dir, version_base="1.3"):
+    from research.utils.engine_versions import version_base
+
+    with initialize_config_dir(config_dir=config_dir, **version_base()):
         loader = GlobalHydra.instance().hydra.config_loader  # type: ignore[union-attr]
         context = HydraContext(config_loader=loader, callbacks=Callbacks(cfg))
         JobRuntime.instance().set("name", str(cfg.hydra.job.name))
@@ -77,10 +93,32 @@ def hydra_run_job(cfg: Any, task: Any, config_dir: str) -> Any:
         )
 
 
-def omegaconf_child(node: Any, key: Any) -> Any:
-    """The child node of a DictConfig without resolving or converting it (nested DictConfigs
-    and ListConfigs stay themselves), for walking a config that may hold interpolations."""
-    return node._get_node(key)  # noqa: SLF001
+def hydra_config_header(text: str) -> dict[str, str | None]:
+    """The header (`# @package ...`) of a config file's text, as Hydra's own config sources
+    parse it, errors included; a config source returns it with each config. Hydra's parser is
+    the base class's `ConfigSource._get_header_dict`, used by its file sources."""
+    from hydra.plugins.config_source import ConfigSource
+
+    return ConfigSource._get_header_dict(text)  # noqa: SLF001
+
+
+def hydra_config_file_name(config_path: str) -> str:
+    """A config's file name as Hydra's config sources name it (`.yaml` added; Hydra 1.4 refuses
+    `.yml`): `ConfigSource._normalize_file_name`, which Hydra's own sources call."""
+    from hydra.plugins.config_source import ConfigSource
+
+    return ConfigSource._normalize_file_name(config_path)  # noqa: SLF001
+
+
+def hydra_list_config_entry(
+    source: Any, listed: list[str], path: str, name: str, results_filter: Any
+) -> None:
+    """Add one folder entry of a config source to `listed` as Hydra's sources list it (a group
+    by name, a config without its extension, `__init__.py` and `__pycache__` left out):
+    `ConfigSource._list_add_result`, which asks the source's `is_group` and `is_config`."""
+    source._list_add_result(  # noqa: SLF001
+        files=listed, file_path=path, file_name=name, results_filter=results_filter
+    )
 
 
 def lightning_reruns_command_line(strategy: Any) -> bool:
@@ -204,6 +242,8 @@ def lightning_model_checkpoint_with_save_hooks() -> type:
     One class, made once: every subclass and isinstance check sees the same base."""
     from lightning.pytorch.callbacks import ModelCheckpoint
 
+    _still_has(ModelCheckpoint, "_monitor_candidates", "_save_checkpoint")
+
     class ModelCheckpointWithSaveHooks(ModelCheckpoint):
         def save_point_metrics(self, trainer: Any, metrics: Callable[[], Any]) -> Any:
             return metrics()
@@ -222,6 +262,14 @@ def lightning_model_checkpoint_with_save_hooks() -> type:
     return ModelCheckpointWithSaveHooks
 
 
+def _still_has(cls: type, *methods: str) -> None:
+    """Raise AttributeError unless `cls` still has each of `methods`: a subclass's override of
+    a method that moved would never be called, silently."""
+    for name in methods:
+        if not callable(getattr(cls, name, None)):
+            raise AttributeError(f"{cls.__module__}.{cls.__qualname__} has no method {name}")
+
+
 def wandb_logger_started(logger: Any) -> bool:
     """Whether a Lightning WandbLogger has created its W&B run; its `experiment` property would
     start one, so finishing a job that never logged must look at the private attribute."""
@@ -232,13 +280,6 @@ def wandb_logger_without_anonymous(logger: Any) -> None:
     """Stop Lightning's WandbLogger from passing `anonymous=None` to `wandb.init`: W&B >= 0.19
     warns on any value of that retired setting, and Lightning always sends the key."""
     logger._wandb_init.pop("anonymous", None)  # noqa: SLF001
-
-
-def wandb_cheaper_run_start() -> None:
-    """The two patches below, applied before any W&B run starts: they make `wandb.init` cheaper
-    and leave what the run records as it was."""
-    wandb_skip_unstaged_launch_inputs()
-    wandb_package_list_from_headers()
 
 
 WANDB_LAUNCH_INPUTS = "wandb.sdk.launch.inputs.internal"
@@ -343,6 +384,8 @@ def optuna_grid_sampler(unvisited: Any, search_space: dict[str, Any], seed: int 
     inside `Study.optimize`, not under ask and tell."""
     import optuna
 
+    _still_has(optuna.samplers.GridSampler, "_get_unvisited_grid_ids", "_same_search_space")
+
     class GridSampler(optuna.samplers.GridSampler):
         def _get_unvisited_grid_ids(self, study: Any) -> list[int]:
             return unvisited(self, study, super()._get_unvisited_grid_ids(study))
@@ -418,3 +461,108 @@ def inductor_cpp_compilers() -> list[str]:
 
     candidates = config.cpp.cxx if isinstance(config.cpp.cxx, (list, tuple)) else [config.cpp.cxx]
     return [str(c) for c in candidates if c is not None]
+
+
+VANILLA = "RESEARCH_VANILLA"
+
+
+def vanilla() -> bool:
+    """Whether `RESEARCH_VANILLA` asks for the libraries as released: set to anything but empty
+    or 0, no patch is applied."""
+    return os.environ.get(VANILLA, "").strip() not in ("", "0")
+
+
+@dataclasses.dataclass(frozen=True)
+class Patch:
+    """One change to a library's behaviour: the function of this module that makes it, where
+    `apply_patches` makes it (its `point`), and what it does, why, and what it saves (the table
+    of docs/pages/reference/compat.md)."""
+
+    function: str
+    point: str
+    what: str
+    why: str
+    saves: str
+
+
+PATCHES = (
+    Patch(
+        "lightning_log_skips_same_device_moves",
+        "job",
+        "`self.log` skips moving a logged value's accumulator to the device it is already on "
+        "(Lightning's `_ResultMetric.to`, for the process)",
+        "Lightning walks and deep-copies the accumulator's attributes at every `self.log`, "
+        "even when no tensor would move",
+        "519 µs -> 102 µs a `self.log` of a scalar on a 2-core CPU (benchmarks/self_log_cost.py), "
+        "for each of the six values logged at an epoch's end",
+    ),
+    Patch(
+        "lightning_skip_idle_batch_hooks",
+        "trainer",
+        "per-batch hooks a callback inherits empty, and the batch-end hook of a "
+        "`ModelCheckpoint` that saves by epoch only, set to None on the callback",
+        "Lightning calls every hook of every callback inside a profiler context: about 70 calls "
+        "a step with a default run's eleven callbacks",
+        "a few µs a call; 15 µs and 5.5 µs a step for the best and last checkpoints' "
+        "batch-end hooks (Lightning's simple profiler)",
+    ),
+    Patch(
+        "wandb_skip_unstaged_launch_inputs",
+        "wandb",
+        "`wandb.init` applies W&B Launch inputs only when W&B Launch's input module is imported "
+        "(`Run._detect_and_apply_job_inputs`, for the process)",
+        "`wandb.init` imports W&B Launch to apply inputs that only code which imported it "
+        "could have staged",
+        "0.6-0.9 s at each W&B run start",
+    ),
+    Patch(
+        "wandb_package_list_from_headers",
+        "wandb",
+        "the package list of a W&B run's requirements.txt read from each package's Name and "
+        "Version headers (`wandb.util.working_set`, for the process)",
+        "W&B parses every installed package's whole metadata file, long description included",
+        "0.10-0.18 s at each W&B run start (203 packages); the list is the same",
+    ),
+    Patch(
+        "wandb_logger_without_anonymous",
+        "wandb_logger",
+        "Lightning's `WandbLogger` no longer passes `anonymous=None` to `wandb.init`",
+        "W&B >= 0.19 warns on any value of that retired setting, and Lightning always sends it",
+        "a warning at each W&B run start",
+    ),
+    Patch(
+        "submitit_first_task_results",
+        "slurm_launch",
+        "during a SLURM launch, `Job.results()` of a job of several tasks is the first task's "
+        "result (submitit's `Job.results`)",
+        "submitit raises for any task that left no result (one that died with its node), "
+        "though rank zero's result is the job's",
+        "a job reported failed when rank zero finished it",
+    ),
+    Patch(
+        "sbatch_tests_first",
+        "slurm_launch",
+        "during a SLURM launch, `sbatch --test-only` before each submission; a refusal is one "
+        "line and exit 2 (submitit's `SlurmExecutor._make_submission_command`)",
+        "sbatch queues a request no node can meet for ever on a cluster without EnforcePartLimits",
+        "a job that would never start, queued",
+    ),
+)
+
+
+def apply_patches(point: str, *targets: Any) -> contextlib.ExitStack:
+    """Make every patch of PATCHES whose point is `point` (`job`: a job's start; `trainer`: a
+    Trainer's callbacks; `wandb`: before a W&B run starts; `wandb_logger`: a WandbLogger;
+    `slurm_launch`: around a submitit SLURM launch), on `targets`; none under
+    `RESEARCH_VANILLA=1`. A patch made for a block (the submitit ones) lasts until the returned
+    stack closes: `with apply_patches("slurm_launch"): ...`."""
+    if point not in {patch.point for patch in PATCHES}:
+        raise ValueError(f"no patch is made at {point!r}")
+    with contextlib.ExitStack() as stack:
+        if not vanilla():
+            for patch in PATCHES:
+                if patch.point == point:
+                    made = globals()[patch.function](*targets)  # by name: tests replace them
+                    if isinstance(made, contextlib.AbstractContextManager):
+                        stack.enter_context(made)
+        return stack.pop_all()

@@ -364,3 +364,21 @@ def test_a_monitor_whose_name_says_no_direction_needs_a_mode():
         ["callbacks.model_checkpoint.monitor=val/bleu", "callbacks.model_checkpoint.mode=max"],
     )
     assert config["callbacks"]["model_checkpoint"]["mode"] == "max"
+
+
+def test_children_keep_interpolations_and_sub_nodes_unresolved():
+    """What completing a config walks: OmegaConf's public `items_ex(resolve=False)`, so a broken
+    interpolation is carried, not resolved, and a sub-node changed in place is the config's."""
+    from omegaconf import DictConfig, ListConfig, OmegaConf
+
+    from research.config.validate import children, complete
+
+    cfg = OmegaConf.create({"a": "${nowhere}", "b": None, "c": {"d": [1]}, "e": "???"})
+    got = dict(children(cfg))
+    assert got["a"] == "${nowhere}" and got["b"] is None and got["e"] == "???"
+    assert got["c"] is cfg.c  # the node itself
+    assert isinstance(got["c"], DictConfig)
+    assert isinstance(dict(children(got["c"]))["d"], ListConfig)
+    assert children(DictConfig(None)) == [] and children(DictConfig("???")) == []
+    completed = complete(OmegaConf.create({"a": "${nowhere}", "l": ["${nowhere}", "???"]}))
+    assert OmegaConf.to_container(completed) == {"a": "${nowhere}", "l": ["${nowhere}", "???"]}

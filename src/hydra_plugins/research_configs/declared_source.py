@@ -22,6 +22,8 @@ from hydra.plugins.config_source import ConfigLoadError, ConfigResult, ConfigSou
 from hydra.plugins.search_path_plugin import SearchPathPlugin
 from omegaconf import DictConfig, OmegaConf
 
+from research import compat
+
 SCHEME = "research"
 
 
@@ -59,7 +61,7 @@ def _completed(folder: str, config_path: str, version: tuple[int, int]) -> tuple
     from research.config.validate import fill_declared
 
     file = Path(folder) / f"{config_path}.yaml"
-    header = ConfigSource._get_header_dict(file.read_text(encoding="utf-8")[:512])
+    header = compat.hydra_config_header(file.read_text(encoding="utf-8")[:512])
     cfg = OmegaConf.load(file)  # a YAML syntax error then names the file
     if isinstance(cfg, DictConfig) and header.get("package") != "_global_":
         fill_declared(cfg, _extended(Path(folder), config_path, cfg))
@@ -79,7 +81,7 @@ class DeclaredConfigSource(ConfigSource):
         return SCHEME
 
     def _file(self, config_path: str) -> Path:
-        return Path(self.path) / self._normalize_file_name(config_path)
+        return Path(self.path) / compat.hydra_config_file_name(config_path)
 
     def load_config(self, config_path: str) -> ConfigResult:
         file = self._file(config_path)
@@ -107,12 +109,8 @@ class DeclaredConfigSource(ConfigSource):
     def list(self, config_path: str, results_filter: ObjectType | None) -> list[str]:
         files: list[str] = []
         for entry in (Path(self.path) / config_path).iterdir():
-            self._list_add_result(
-                files=files,
-                file_path=f"{config_path}/{entry.name}" if config_path else entry.name,
-                file_name=entry.name,
-                results_filter=results_filter,
-            )
+            path = f"{config_path}/{entry.name}" if config_path else entry.name
+            compat.hydra_list_config_entry(self, files, path, entry.name, results_filter)
         return sorted(set(files))
 
 

@@ -26,7 +26,7 @@ class RankZeroSlurmLauncher(SlurmLauncher):
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Any:
         from submitit.core.utils import FailedJobError
 
-        with compat.submitit_first_task_results(), compat.sbatch_tests_first():
+        with compat.apply_patches("slurm_launch"):
             try:
                 return super().launch(job_overrides, initial_job_idx)
             except FailedJobError as err:

@@ -18,13 +18,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from omegaconf import OmegaConf
+from omegaconf import OmegaConf, read_write
 
 # Where a trial records the worker that ran it (to find, or kill, a worker in tests and ops).
 WORKER_ATTR = "research:worker"
 # Local workers without a launcher=submitit_local time limit: a search's own length.
 LOCAL_TIMEOUT_MIN = 7 * 24 * 60
-BASIC_LAUNCHER = "hydra._internal.core_plugins.basic_launcher.BasicLauncher"
+# Hydra's basic launcher, by the option Hydra registers for it (`hydra/launcher=basic`).
+BASIC_LAUNCHER = "hydra/launcher/basic.yaml"
 
 
 def this_worker() -> dict[str, Any]:
@@ -94,6 +95,7 @@ class Worker:
         self.sweeper, self.arguments = sweeper, arguments
 
     def __call__(self, index: int, singleton_state: dict[Any, Any]) -> int:
+        from hydra.core.config_store import ConfigStore
         from hydra.core.plugins import Plugins
         from hydra.core.singleton import Singleton
         from hydra.core.utils import setup_globals
@@ -102,7 +104,9 @@ class Worker:
         setup_globals()
         sweeper = self.sweeper
         config = sweeper.config.copy()
-        OmegaConf.update(config, "hydra.launcher", {"_target_": BASIC_LAUNCHER}, merge=False)
+        basic = OmegaConf.to_container(ConfigStore.instance().load(BASIC_LAUNCHER).node)
+        with read_write(config.hydra):  # Hydra 1.4 hands sweepers a read-only `hydra` node
+            OmegaConf.update(config, "hydra.launcher", basic, merge=False)
         sweeper.launcher = Plugins.instance().instantiate_launcher(
             hydra_context=sweeper.hydra_context, task_function=sweeper.task_function, config=config
         )

@@ -21,10 +21,10 @@ import yaml
 from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from research import compat
 from research.config.errors import ConfigError, one_line
+from research.config.moved_keys import at_new_places, moved_key_hint
 from research.config.registry import current_target, declaration
-from research.config.validate import validate
+from research.config.validate import children, validate
 
 SAVED_CONFIG = Path(".hydra") / "config.yaml"
 # What building a saved run reads: research.run.build (datamodule, task) and the eval Trainer.
@@ -40,8 +40,8 @@ def _current_targets(node: Any) -> None:
         target = node.get("_target_")
         if isinstance(target, str):
             node["_target_"] = current_target(target)
-        for key in node:
-            _current_targets(compat.omegaconf_child(node, key))
+        for _, child in children(node):
+            _current_targets(child)
     elif isinstance(node, ListConfig):
         for item in node:
             _current_targets(item)
@@ -148,9 +148,10 @@ def _check_settable(cfg: DictConfig, key: str, override: str, value: str) -> Non
     node: Any = cfg
     parts = key.split(".")
     for depth, part in enumerate(parts):
-        if node._is_none():  # noqa: SLF001 - OmegaConf's own test, without resolving
-            return
         if not isinstance(node, DictConfig) or part not in node:
+            moved = moved_key_hint(key, override)
+            if moved:
+                raise ConfigError(moved)
             names = sorted(str(k) for k in node) if isinstance(node, DictConfig) else []
             close = difflib.get_close_matches(part, names, n=1)
             hint = f"did you mean {'.'.join([*parts[:depth], close[0]])}? " if close else ""
@@ -158,13 +159,21 @@ def _check_settable(cfg: DictConfig, key: str, override: str, value: str) -> Non
             raise ConfigError(
                 f"{override}: the run's config has no {key}; {hint}{has}to add it write +{override}"
             )
-        node = compat.omegaconf_child(node, part)
-    is_node = isinstance(node, DictConfig) and not node._is_none()  # noqa: SLF001
-    if is_node and not _mapping_or_null(value):
+        if _holds_null(node, part):
+            return  # a key below it is created; null or a mapping replaces it
+        node = dict(children(node))[part]
+    if isinstance(node, DictConfig) and not _mapping_or_null(value):
         raise ConfigError(
             f"{override}: {key} is a node of the run's config, not a value; an evaluation changes "
             f"values ({key}.<key>=<value>), not the option the run was trained with"
         )
+
+
+def _holds_null(node: DictConfig, key: str) -> bool:
+    """Whether `node[key]` is null as written: an interpolation is not resolved to find out."""
+    if OmegaConf.is_interpolation(node, key) or OmegaConf.is_missing(node, key):
+        return False
+    return node[key] is None
 
 
 def _mapping_or_null(value: str) -> bool:
@@ -188,6 +197,7 @@ def saved_run_config(
     cfg = _load(source)
     try:
         _current_targets(cfg)
+        at_new_places(cfg)  # a run saved before a key moved
     except OmegaConfBaseException as err:
         raise ConfigError(f"run_dir={source}: {SAVED_CONFIG}: {one_line(err)}") from None
     try:

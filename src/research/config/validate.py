@@ -7,13 +7,12 @@ leaves out, so a run's saved config, `--cfg job` and W&B show every value the ru
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict
 from omegaconf.errors import InterpolationKeyError, OmegaConfBaseException
 
-from research import compat
 from research.config.devices import check_devices, check_strategy
 from research.config.errors import ConfigError, one_line
 from research.config.names import check_config_names
@@ -28,6 +27,21 @@ def _target(node: DictConfig) -> str | None:
     except OmegaConfBaseException:
         return None
     return target if isinstance(target, str) else None
+
+
+def children(node: DictConfig) -> list[tuple[Any, Any]]:
+    """`node`'s (key, child) pairs, nothing resolved: a sub-node as itself (so a change reaches
+    `node`), a value as written (an interpolation as its `${...}` string); none below a null or
+    missing node. OmegaConf's public `items_ex(resolve=False)`, which raises for those two."""
+    return node.items_ex(resolve=False) if len(node) else []
+
+
+def _list_items(node: ListConfig) -> Iterator[Any]:
+    """The items of `node` that are neither interpolations nor missing, sub-nodes as
+    themselves."""
+    for index in range(len(node)):
+        if not OmegaConf.is_interpolation(node, index) and not OmegaConf.is_missing(node, index):
+            yield node[index]
 
 
 def fill_declared(node: DictConfig, below: Mapping[str, Any] | None = None) -> None:
@@ -45,31 +59,29 @@ def fill_declared(node: DictConfig, below: Mapping[str, Any] | None = None) -> N
             for key, value in missing.items():
                 node[key] = value
             _in_declared_order(node, list(declared))
-    for key in node:
-        child = compat.omegaconf_child(node, key)
+    for key, child in children(node):
         if key in declared or key == "hydra":
             continue
         if isinstance(child, DictConfig):
             under = below.get(key)
             fill_declared(child, under if isinstance(under, Mapping) else None)
         elif isinstance(child, ListConfig):
-            for index in range(len(child)):
-                item = compat.omegaconf_child(child, index)
+            for item in _list_items(child):
                 if isinstance(item, DictConfig):
                     fill_declared(item)
 
 
 def _in_declared_order(node: DictConfig, fields: list[str]) -> None:
     """Reorder `node` as a reader expects: Hydra's keys, the declared fields in declaration
-    order, then sub-nodes (e.g. `net`). Values move as nodes, interpolations unresolved."""
-    keys = [str(k) for k in node]
+    order, then sub-nodes (e.g. `net`). Values move as written, interpolations unresolved."""
+    moved = {str(k): child for k, child in children(node)}
+    keys = list(moved)
     order = [k for k in keys if k.startswith("_")]
     order += [k for k in fields if k in keys]
     order += [k for k in keys if k not in order]
     for key in order:
-        child = compat.omegaconf_child(node, key)
         del node[key]
-        node[key] = child
+        node[key] = moved[key]
 
 
 def complete(cfg: DictConfig) -> DictConfig:
@@ -86,7 +98,7 @@ def complete(cfg: DictConfig) -> DictConfig:
 def _completed_task(cfg: DictConfig) -> DictConfig:
     """`complete(cfg)` without Hydra's own node: no task value reads it, and copying it (its
     logging and help configs) along with the task was wasted work on every validation."""
-    task = OmegaConf.create({k: compat.omegaconf_child(cfg, k) for k in cfg if k != "hydra"})
+    task = OmegaConf.create({k: child for k, child in children(cfg) if k != "hydra"})
     fill_declared(task)
     return task
 

@@ -47,7 +47,7 @@ def log_report(report: Report) -> str:
     if mode == "disabled":
         return "wandb: mode is disabled; nothing logged"
     group = _most_common(runs["wandb.group"])
-    compat.wandb_cheaper_run_start()
+    compat.apply_patches("wandb")
     wandb.setup(settings=wandb.Settings(mode=mode))  # why: tracking.wandb_run, the session
     run = wandb.init(
         project=_most_common(runs["wandb.project"]) or "research",

@@ -14,12 +14,13 @@ from research.tracking.record import RunRecord
 
 
 @contextmanager
-def job_settings(trainer_config: Mapping[str, Any], record: RunRecord) -> Iterator[None]:
-    """Apply the settings for one job and record the float32 matmul precision in effect in its
-    metrics.json; the precision is put back afterwards (the jobs of a multirun share a process).
-    The other two only skip work that cannot change a result, so they stay for the process."""
+def job_settings(config: Mapping[str, Any], record: RunRecord) -> Iterator[None]:
+    """Apply the settings of one job's resolved `config` and record the float32 matmul precision
+    in effect in its metrics.json; the precision is put back afterwards (the jobs of a multirun
+    share a process). The other two only skip work that cannot change a result, so they stay
+    for the process."""
     drop_nvml_check_without_gpus()  # on a CPU: an Adam step of the default CNN, 254 us less
-    compat.lightning_log_skips_same_device_moves()  # each self.log: 519 us -> 102 us on a CPU
-    with float32_matmul_precision(trainer_config.get("float32_matmul_precision")) as used:
+    compat.apply_patches("job")  # e.g. each self.log: 519 us -> 102 us on a CPU
+    with float32_matmul_precision(config.get("float32_matmul_precision")) as used:
         record.fields["float32_matmul_precision"] = used
         yield

@@ -75,14 +75,14 @@ def build_loggers(
             continue
         extra: dict[str, Any] = {"save_dir": str(run_dir)}
         if _is_wandb(cfg):
-            compat.wandb_cheaper_run_start()
+            compat.apply_patches("wandb")
             used_id = cfg.get("id") or wandb_id or _new_wandb_id()
             extra.update(id=used_id, resume="allow" if wandb_id else None)
             if not cfg.get("name") and name:
                 extra["name"] = name
         logger = instantiate_plain({**cfg, **extra})
         if isinstance(logger, WandbLogger):
-            compat.wandb_logger_without_anonymous(logger)
+            compat.apply_patches("wandb_logger", logger)
         loggers.append(logger)
     return loggers, used_id
 
