@@ -5,6 +5,8 @@
 #   make setup   only the set-up: .venv/ with PyTorch and the package
 #   make test-oldest  the quick tests in .venv-oldest/, with the oldest releases pyproject.toml allows
 #                (PYTHON=python3.10 OLDEST=.venv-oldest-3.10: on the oldest Python it allows)
+#   make test-next   the quick tests in .venv-next/, with the newest pre-releases of Hydra,
+#                OmegaConf and the submitit launcher and the newest releases of the other engines
 #   make docs    the documentation site, into docs/site/
 
 PYTHON ?= python3
@@ -19,7 +21,7 @@ ARGS ?=
 BIN := $(VENV)/bin
 READY := $(VENV)/.ready
 
-.PHONY: setup train test test-all test-oldest docs
+.PHONY: setup train test test-all test-oldest test-next docs
 
 $(READY): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -53,6 +55,22 @@ test-oldest:
 	$(OLDEST)/bin/python -m pip install --quiet --no-deps -e .
 	touch $(OLDEST)/.ready
 	$(MAKE) test VENV=$(OLDEST)
+
+# The engines' next releases: Hydra's and OmegaConf's newest pre-releases (pip's --pre), and the
+# newest releases of Lightning, W&B, Optuna and transformers, over the same torch as `make test`.
+NEXT := .venv-next
+NEXT_PRE := hydra-core omegaconf hydra-submitit-launcher
+NEXT_NEWEST := lightning wandb optuna optuna-integration transformers
+test-next:
+	$(PYTHON) -m venv $(NEXT)
+	$(NEXT)/bin/python -m pip install --quiet --upgrade pip
+	$(NEXT)/bin/python -m pip install --quiet $(TORCH)
+	$(NEXT)/bin/python -m pip install --quiet -e ".[all,dev]"
+	$(NEXT)/bin/python -m pip install --quiet --upgrade --pre $(NEXT_PRE)
+	$(NEXT)/bin/python -m pip install --quiet --upgrade $(NEXT_NEWEST)
+	touch $(NEXT)/.ready
+	$(NEXT)/bin/python -m pip list 2>/dev/null | grep -iE '^(hydra|omegaconf|lightning|wandb|optuna|transformers)'
+	$(MAKE) test VENV=$(NEXT)
 
 docs: $(READY)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict -f docs/mkdocs.yml

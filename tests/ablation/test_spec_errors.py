@@ -9,15 +9,17 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.cli import run_cli
+from tests.helpers.yaml_wording import parser_says
 
 REPO_CONF = Path(__file__).parents[2] / "conf"
 BASE = "base: [debug=limit, logger=none]\n"
+UNCLOSED = parser_says("expected ',' or ']', but got ':'")
 
 # (file text, what the one line must say: the key and what is valid)
 BAD = {
     "yaml_syntax": (
         BASE + "variants:\n  a: [optimizer=sgd\nseeds: [0]\n",
-        [":4:6: YAML syntax error: expected ',' or ']', but got ':'"],
+        [f":4:6: YAML syntax error: {UNCLOSED}"],
     ),
     "duplicate_top_key": (
         BASE + "variants: {a: []}\nseeds: [0]\nseeds: [1]\n",

@@ -104,7 +104,7 @@ def test_eval_overrides_change_the_saved_config_for_this_evaluation(finished_run
 
 
 def test_eval_applies_the_float32_matmul_precision_of_its_config(finished_run: Path, workdir):
-    change = 'overrides=["trainer.float32_matmul_precision=medium"]'
+    change = 'overrides=["float32_matmul_precision=medium"]'
     done = run_cli("research-eval", f"run_dir={finished_run}", change, cwd=workdir)
     assert done.returncode == 0, done.stderr[-2000:]
     (evaluation,) = run_dirs(workdir, task="eval")

@@ -12,6 +12,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
+from research.utils.engine_versions import version_base
 from tests.helpers.beir_files import write_beir
 from tests.helpers.cli import run_cli
 
@@ -31,7 +32,7 @@ def _save_run(run: Path, overrides: list[str]) -> Path:
     """A run dir as research-train leaves it (its saved config), without training."""
     from research.config.paths import config_dir
 
-    with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
+    with initialize_config_dir(config_dir=str(config_dir()), **version_base()):
         cfg = compose(config_name="train", overrides=overrides)
     (run / ".hydra").mkdir(parents=True)
     OmegaConf.save(cfg, run / ".hydra" / "config.yaml")

@@ -16,12 +16,13 @@ from research.config.errors import ConfigError
 from research.config.paths import config_dir
 from research.config.registry import MOVED_TARGETS
 from research.config.saved_run import saved_run_config
+from research.utils.engine_versions import version_base
 
 
 @pytest.fixture
 def run_dir(tmp_path: Path) -> Path:
     """A run dir as Hydra leaves it, saved before the LightningModules moved to tasks/."""
-    with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
+    with initialize_config_dir(config_dir=str(config_dir()), **version_base()):
         cfg = compose(config_name="train", overrides=["experiment=transformer_recall"])
     cfg.model._target_ = "research.modules.classification.ClassificationModule"
     cfg.data._target_ = "research.data.synthetic.AssociativeRecallDataModule"

@@ -21,6 +21,7 @@ from omegaconf import OmegaConf
 from research.config.paths import config_dir, group_options
 from research.config.registry import declaration
 from research.config.validate import complete
+from research.utils.engine_versions import version_base
 
 _HYDRA_KEYS = {"_target_", "_partial_", "_convert_", "_recursive_", "_args_", "defaults"}
 _ABSENT = object()
@@ -126,7 +127,7 @@ def test_a_global_option_changes_every_value_it_sets(group: str, option: str):
         for entry in ([f"{k}: {v}" for k, v in item.items()] if isinstance(item, dict) else [])
         if entry.startswith("override /") and not entry.startswith("override /hydra")
     ]
-    with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
+    with initialize_config_dir(config_dir=str(config_dir()), **version_base()):
         without = _leaves(_resolved(choices))
         with_it = _leaves(_resolved([f"{group}={option}"]))
     own = _leaves({k: v for k, v in body.items() if k != "defaults"})

@@ -13,6 +13,7 @@ import pytest
 from hydra import initialize_config_dir
 
 from research.config.paths import config_dir
+from research.utils.engine_versions import version_base
 from tests.run.test_fit import _job_config  # a run dir as Hydra's launcher prepares it
 
 SCRIPT = Path(__file__).parents[2] / "experiments" / "context_extension" / "evaluate.py"
@@ -50,7 +51,7 @@ def test_check_context_writes_curves_that_average_to_the_recorded_loss(tmp_path:
 
     root = tmp_path / "ablation"
     run_dir = root / "rope_s0"
-    with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
+    with initialize_config_dir(config_dir=str(config_dir()), **version_base()):
         assert train(_job_config("train", SMALL, run_dir)).status == "completed"
     recorded = json.loads((run_dir / "metrics.json").read_text())
     evaluate = _evaluate_module()

@@ -14,6 +14,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 
 from research.config.paths import config_dir
 from research.tracking.run_dir import read_metrics
+from research.utils.engine_versions import version_base
 
 FAST = ["debug=limit", "logger=none", "trainer.enable_progress_bar=false"]
 
@@ -38,7 +39,7 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, ob
 
     root = tmp_path_factory.mktemp("in_process")
     run_dir = root / "run"
-    with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
+    with initialize_config_dir(config_dir=str(config_dir()), **version_base()):
         outcome = train(_job_config("train", [*FAST, f"paths.log_dir={root}"], run_dir))
     yield run_dir, outcome
 
@@ -57,7 +58,7 @@ def test_eval_rebuilds_the_same_task_and_reproduces_the_test_metrics(trained, tm
 
     run_dir, _ = trained
     with (
-        initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"),
+        initialize_config_dir(config_dir=str(config_dir()), **version_base()),
         warnings.catch_warnings(record=True) as caught,
     ):
         warnings.simplefilter("always")
@@ -74,7 +75,7 @@ def test_eval_rebuilds_the_same_task_and_reproduces_the_test_metrics(trained, tm
 def test_a_failing_body_is_recorded_not_raised(tmp_path):
     from research.run.fit import train
 
-    with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
+    with initialize_config_dir(config_dir=str(config_dir()), **version_base()):
         missing = tmp_path / "missing.ckpt"
         cfg = _job_config("train", [*FAST, f"ckpt_path={missing}"], tmp_path / "run")
         outcome = train(cfg)
@@ -88,7 +89,7 @@ def test_without_a_configured_checkpoint_no_checkpoint_is_written(tmp_path):
     from research.run.fit import train
 
     overrides = [*FAST, "callbacks.model_checkpoint=null", f"paths.log_dir={tmp_path}"]
-    with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
+    with initialize_config_dir(config_dir=str(config_dir()), **version_base()):
         outcome = train(_job_config("train", overrides, tmp_path / "run"))
     assert outcome.status == "completed"
     assert not list(tmp_path.rglob("*.ckpt"))
@@ -105,7 +106,7 @@ def test_a_monitored_metric_nothing_logs_ends_the_run_before_it_trains(tmp_path)
         "callbacks.model_checkpoint.monitor=val/acc_top5",
         f"paths.log_dir={tmp_path}",
     ]
-    with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
+    with initialize_config_dir(config_dir=str(config_dir()), **version_base()):
         outcome = train(_job_config("train", overrides, tmp_path / "run"))
     saved = read_metrics(tmp_path / "run")
     assert outcome.status == "failed" and saved["error"] == (
@@ -125,7 +126,7 @@ def test_every_metric_a_validation_logs_may_be_monitored(tmp_path, monitor: str)
         f"callbacks.model_checkpoint.monitor={monitor}",
         f"paths.log_dir={tmp_path}",
     ]
-    with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
+    with initialize_config_dir(config_dir=str(config_dir()), **version_base()):
         outcome = train(_job_config("train", overrides, tmp_path / "run"))
     assert outcome.status == "completed"
     assert read_metrics(tmp_path / "run")["best"][monitor] > 0.5

@@ -18,12 +18,13 @@ from research.callbacks.divergence import DivergedError
 from research.config.paths import config_dir
 from research.run.job import run_job
 from research.run.signals import Interrupted
+from research.utils.engine_versions import version_base
 
 
 def _run(tmp_path: Path, body: Callable[..., Any]) -> tuple[Any, dict[str, Any]]:
     """Run `body` as the work of a research-train job with run dir tmp_path/run; (outcome,
     metrics.json)."""
-    with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
+    with initialize_config_dir(config_dir=str(config_dir()), **version_base()):
         cfg = compose("train", ["logger=none", "seed=5"], return_hydra_config=True)
     OmegaConf.update(cfg, "hydra.run.dir", str(tmp_path / "run"))
     done = compat.hydra_run_job(

@@ -86,7 +86,7 @@ def _read(path: Path) -> dict[str, Any]:
     try:
         spec = OmegaConf.to_container(OmegaConf.load(path), resolve=False)
     except yaml.YAMLError as err:
-        raise ConfigError(_yaml_error(err)) from None
+        raise ConfigError(_yaml_error(err, path)) from None
     except OmegaConfBaseException as err:
         raise ConfigError(f"{path}: {one_line(err)}") from None
     if not isinstance(spec, dict):
@@ -99,13 +99,24 @@ def _read(path: Path) -> dict[str, Any]:
     return spec
 
 
-def _yaml_error(err: yaml.YAMLError) -> str:
+def _opens_a_collection(err: yaml.YAMLError, path: Path) -> bool:
+    """Whether the parser stopped at a `[` or `{` (an override's value inside a flow list). Read
+    from the file: libyaml's message (OmegaConf 2.4's parser) does not say what it found."""
+    mark = getattr(err, "problem_mark", None)
+    if mark is None:
+        return False
+    lines = path.read_text(encoding="utf-8").splitlines()
+    line = lines[mark.line] if mark.line < len(lines) else ""
+    return line[mark.column : mark.column + 1] in ("[", "{")
+
+
+def _yaml_error(err: yaml.YAMLError, path: Path) -> str:
     """The parser's problem with its file, line and column; how to fix the two mistakes an
     ablation file invites (a repeated key, an unquoted override with brackets)."""
     problem = str(getattr(err, "problem", None) or "")
     if "duplicate key" in problem:
         hint = "; give each key once (YAML would keep only the last)"
-    elif "'['" in problem or "'{'" in problem:
+    elif _opens_a_collection(err, path):
         hint = (
             '; quote an override that holds a list or a dict, e.g. ["optimizer.betas=[0.9,0.99]"]'
         )

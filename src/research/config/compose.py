@@ -28,9 +28,11 @@ from omegaconf.errors import OmegaConfBaseException
 
 from research import compat
 from research.config.errors import ConfigError, one_line
+from research.config.moved_keys import moved_key_hint
 from research.config.paths import config_dir
 from research.config.shared_compositions import compose_job, shared_compositions, sharing
 from research.config.validate import validate
+from research.utils.engine_versions import version_base
 
 GRAMMAR = "https://hydra.cc/docs/advanced/override_grammar/basic/"
 
@@ -38,7 +40,7 @@ GRAMMAR = "https://hydra.cc/docs/advanced/override_grammar/basic/"
 @contextmanager
 def _hydra() -> Iterator[None]:
     """Hydra initialized on research's configs (its config loader lists group options)."""
-    with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
+    with initialize_config_dir(config_dir=str(config_dir()), **version_base()):
         yield
 
 
@@ -88,6 +90,10 @@ def expand(overrides: Sequence[str], single: bool = False) -> list[list[str]]:
     `single` (no -m): a swept value is refused in one line here; Hydra would reject it only when
     the job starts, with a multi-line message."""
     parsed = _parse(overrides)
+    for override in parsed:  # a key that moved: Hydra would add it (+) or call it unknown
+        moved = moved_key_hint(override.key_or_group, override.input_line)
+        if moved:
+            raise ConfigError(moved)
     swept = [o.input_line for o in parsed if o.is_sweep_override()] if single else []
     if swept:
         raise ConfigError(
@@ -294,21 +300,25 @@ def planned_jobs(hydra: DictConfig, overrides: Sequence[str]) -> list[list[str]]
 
     target = str(OmegaConf.select(hydra, "sweeper._target_") or "")
     task = task_overrides(overrides)
+    if not target.endswith((".BasicSweeper", ".ListSweeper")):
+        return None
+    with _hydra():
+        parsed = _parse(task)
+    interval = next((o for o in parsed if o.is_interval_sweep()), None)
+    if interval is not None:
+        raise ConfigError(
+            f"{interval.input_line}: interval() samples a range, which only a search sweeper "
+            "does (hparams_search=optuna); a plain -m sweep takes listed values: a,b, "
+            "range(), choice(), glob()"
+        )
+    if any(map(_shuffled, parsed)):
+        return None
+    combinations = compat.hydra_basic_sweep_jobs(parsed)
     if target.endswith(".BasicSweeper"):
-        with _hydra():
-            parsed = _parse(task)
-        interval = next((o for o in parsed if o.is_interval_sweep()), None)
-        if interval is not None:
-            raise ConfigError(
-                f"{interval.input_line}: interval() samples a range, which only a search sweeper "
-                "does (hparams_search=optuna); a plain -m sweep takes listed values: a,b, "
-                "range(), choice(), glob()"
-            )
-        return None if any(map(_shuffled, parsed)) else compat.hydra_basic_sweep_jobs(parsed)
-    if target.endswith(".ListSweeper"):
-        jobs = json.loads(Path(str(hydra.sweeper.jobs_file)).read_text())
-        return [[*task, *job] for job in jobs]
-    return None
+        return combinations
+    # The list sweeper: each listed job once per combination of the command line's sweeps.
+    listed = json.loads(Path(str(hydra.sweeper.jobs_file)).read_text())
+    return [[*combination, *job] for job in listed for combination in combinations]
 
 
 def search_check_line(hydra: DictConfig, overrides: Sequence[str]) -> list[str]:

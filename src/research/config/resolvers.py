@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Callable
+from typing import Any
 
 from omegaconf import OmegaConf
+
+from research.utils.engine_versions import register_resolver
 
 _MAX_SUFFIX = 96
 
@@ -78,29 +82,34 @@ def checkpoint_mode(monitor: str | None, target: str) -> str:
     return mode
 
 
+def _project_root() -> str:
+    from research.config.paths import project_root
+
+    return str(project_root())
+
+
+def _default_backbone() -> str:
+    from research.utils.backbones import default_backbone
+
+    return default_backbone()
+
+
+RESOLVERS: dict[str, Callable[..., Any]] = {
+    "run_suffix": run_suffix,
+    "project_root": _project_root,
+    "optuna_direction": optuna_direction,
+    "sum": lambda *values: sum(values),
+    "max": lambda *values: max(values),
+    "longest": longest,
+    "coalesce": coalesce,
+    "task_monitor": task_monitor,
+    "checkpoint_mode": checkpoint_mode,
+    "default_backbone": _default_backbone,
+}
+
+
 def register_resolvers() -> None:
     """Idempotent: entry points and tests may both call it."""
-    if not OmegaConf.has_resolver("run_suffix"):
-        OmegaConf.register_new_resolver("run_suffix", run_suffix)
-    if not OmegaConf.has_resolver("project_root"):
-        from research.config.paths import project_root
-
-        OmegaConf.register_new_resolver("project_root", lambda: str(project_root()))
-    if not OmegaConf.has_resolver("optuna_direction"):
-        OmegaConf.register_new_resolver("optuna_direction", optuna_direction)
-    if not OmegaConf.has_resolver("sum"):
-        OmegaConf.register_new_resolver("sum", lambda *values: sum(values))
-    if not OmegaConf.has_resolver("max"):
-        OmegaConf.register_new_resolver("max", lambda *values: max(values))
-    if not OmegaConf.has_resolver("longest"):
-        OmegaConf.register_new_resolver("longest", longest)
-    if not OmegaConf.has_resolver("coalesce"):
-        OmegaConf.register_new_resolver("coalesce", coalesce)
-    if not OmegaConf.has_resolver("task_monitor"):
-        OmegaConf.register_new_resolver("task_monitor", task_monitor)
-    if not OmegaConf.has_resolver("checkpoint_mode"):
-        OmegaConf.register_new_resolver("checkpoint_mode", checkpoint_mode)
-    if not OmegaConf.has_resolver("default_backbone"):
-        from research.utils.backbones import default_backbone
-
-        OmegaConf.register_new_resolver("default_backbone", default_backbone)
+    for name, resolver in RESOLVERS.items():
+        if not OmegaConf.has_resolver(name):
+            register_resolver(name, resolver)

@@ -114,6 +114,4 @@ def _record_overrides(cfg: DictConfig, parsed: list[Override]) -> None:
     node.overrides.hydra = [str(o.input_line) for o in parsed if o.is_hydra_override()]
     node.overrides.task = [str(o.input_line) for o in task]
     node.runtime.cwd = os.getcwd()
-    node.job.override_dirname = compat.hydra_override_dirname(
-        task, node.job.config.override_dirname
-    )
+    compat.hydra_record_override_dirname(node, task)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 from pathlib import Path
 from typing import Any
@@ -10,6 +11,7 @@ import lightning as L
 from lightning.pytorch.loggers import Logger
 from omegaconf import DictConfig
 
+from research.config.instantiate import trusting
 from research.config.saved_run import saved_run_config
 from research.run.build import build_task
 from research.run.job import JobOutcome, run_job
@@ -26,7 +28,7 @@ def _evaluate(config: dict[str, Any], record: RunRecord, _: list[Logger]) -> Any
     source = Path(config["run_dir"]).expanduser().resolve()
     train_config = saved_run_config(source, config.get("overrides") or [], config["trust_run_dir"])
     # The products run as the run trained them (TF32 or not), unless `overrides` says otherwise.
-    with job_settings(train_config["trainer"], record):
+    with job_settings(train_config, record):
         return _test_checkpoint(config, record, source, train_config)
 
 
@@ -36,7 +38,8 @@ def _test_checkpoint(
     checkpoint = eval_checkpoint(source, config["ckpt"])
     saved = read_checkpoint(checkpoint)
     L.seed_everything(train_config["seed"], verbose=False)
-    datamodule, module = build_task(train_config)
+    with trusting(train_config) if config["trust_run_dir"] else contextlib.nullcontext():
+        datamodule, module = build_task(train_config)
     check_fits(checkpoint, saved, module, model_family(train_config))
     del saved
     saved_trainer = train_config["trainer"]

@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Any
 
+from research.config.instantiate import trusting
 from research.config.saved_run import saved_run_config
 from research.data.beir.sources import Folder
 from research.retrieval.searchers import build_searcher
@@ -32,7 +34,8 @@ def build_index(
     """Encode the BEIR corpus with the run's network at checkpoint `ckpt`, index it, save it.
     Only declared components are built from the run's saved config unless `trust_run_dir`."""
     config = saved_run_config(Path(run_dir), trust=trust_run_dir, opt_in="trust_run_dir=True")
-    _, task = build_task(config)
+    with trusting(config) if trust_run_dir else contextlib.nullcontext():
+        _, task = build_task(config)
     path = eval_checkpoint(Path(run_dir), ckpt)
     checkpoint = read_checkpoint(path)
     check_fits(path, checkpoint, task, model_family(config))
