@@ -108,6 +108,8 @@ def test_a_search_config_mistake_writes_no_study_and_no_sweep_folder(
             "hydra.sweeper.params: optimizer.lr=-1.0 is out of range; it must be >= 0.0",
         ),
         ("model.net.dropout=interval(0.1,1.5)", "model.net.dropout=1.5 is out of range"),
+        # A range's stop is drawn by trials (as with Hydra's plugin), so it is checked too.
+        ("model.net.dropout=range(0.0,1.5,step=0.75)", "model.net.dropout=1.5 is out of range"),
         ("model.top_k=range(5,3)", "model.top_k=range(5,3) sweeps no value"),
         # Hydra merges a new key into the struct params only with ++: say so, not "no such key".
         (

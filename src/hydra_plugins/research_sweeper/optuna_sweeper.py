@@ -59,6 +59,7 @@ from hydra_plugins.research_sweeper._space import (
     load_hook,
     search_space,
     suggest,
+    values_to_check,
 )
 from hydra_plugins.research_sweeper._storage import (
     check_storage,
@@ -205,6 +206,17 @@ class OptunaStudySweeper(LaunchingSweeper):
             cls(**settings).check(overrides, submitit)
         except ConfigError as err:
             raise ConfigError(redact(str(err), storage), prog=PROG) from None
+
+    @classmethod
+    def check_line(cls, hydra: DictConfig, overrides: list[str]) -> list[str]:
+        """The command line whose jobs hold every value a trial can get, for the pre-flight to
+        compose and check: the fixed overrides, each choice, both ends of an interval, and a
+        range's ends with its `stop` (which trials draw, and Hydra's own `range` leaves out).
+        Empty when nothing is searched."""
+        params = {k: str(v) for k, v in _plain(OmegaConf.select(hydra, "sweeper.params")).items()}
+        fixed, space = command_line_space(list(overrides), params)
+        searched = [_values_line(name, spec) for name, spec in space.items()]
+        return [*fixed, *searched] if searched else []
 
     def _check_settings(self, submitit: Mapping[str, Any] | None) -> None:
         """What the budget, the direction, `n_workers` and the heartbeat need, refused before
@@ -457,6 +469,15 @@ class OptunaStudySweeper(LaunchingSweeper):
 
 
 RESULTS_FILE = "optimization_results.yaml"
+
+
+def _values_line(name: str, spec: str) -> str:
+    """`name=<values>` sweeping what the pre-flight composes of `name=spec`: a choice as written
+    (its values may need Hydra's quoting), numbers as the distribution's checked values."""
+    values = values_to_check(name, spec)
+    if all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
+        return f"{name}={','.join(repr(v) for v in values)}"
+    return f"{name}={spec}"
 
 
 def _where(trial: Any) -> tuple[str | None, str | None]:

@@ -42,20 +42,24 @@ def check_launch(
     return planned
 
 
-def _check_search_settings(hydra: Any, overrides: Sequence[str]) -> None:
-    """A search's own settings (storage, budget, sampler, workers), refused before the jobs of
-    its space are composed, which takes seconds: the configured sweeper's class checks them
-    where it offers `check_command(hydra, task_overrides)` (the Optuna one does)."""
+def _sweeper_class(hydra: Any) -> Any:
+    """The configured sweeper's class, refused in one line where it names none."""
     target = str(OmegaConf.select(hydra, "sweeper._target_"))
     module, _, name = target.rpartition(".")
     try:
-        sweeper = getattr(importlib.import_module(module), name)
+        return getattr(importlib.import_module(module), name)
     except (ImportError, AttributeError, ValueError) as err:  # Hydra: a traceback, later
         raise ConfigError(
             f"hydra.sweeper._target_={target}: {err}; choose a search with "
             "hparams_search=<option> (research-train --help lists them)"
         ) from None
-    check = getattr(sweeper, "check_command", None)
+
+
+def _check_search_settings(hydra: Any, overrides: Sequence[str]) -> None:
+    """A search's own settings (storage, budget, sampler, workers), refused before the jobs of
+    its space are composed, which takes seconds: the configured sweeper's class checks them
+    where it offers `check_command(hydra, task_overrides)` (the Optuna one does)."""
+    check = getattr(_sweeper_class(hydra), "check_command", None)
     if check is not None:
         check(hydra, task_overrides(overrides))
 
@@ -74,7 +78,12 @@ def _check_multirun(configs: list[dict[str, Any]]) -> None:
 
 def _check_searched(config_name: str, hydra: Any, overrides: Sequence[str]) -> None:
     """Every key and value the sweeper's params would give a job, composed as a job would be."""
-    line = search_check_line(hydra, overrides)
+    values = getattr(_sweeper_class(hydra), "check_line", None)
+    if values is not None:  # the sweeper knows what its trials draw
+        task = task_overrides(overrides)
+        line = [*(o for o in overrides if o not in task), *values(hydra, task)]
+    else:
+        line = search_check_line(hydra, overrides)
     if line:
         try:
             check_command_line(config_name, line)
