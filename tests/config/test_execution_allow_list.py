@@ -5,6 +5,7 @@ error; a target nothing declares is refused there. Hydra 1.3 has no allow-list."
 from __future__ import annotations
 
 import warnings
+from pathlib import Path
 
 import pytest
 from hydra.errors import InstantiationException
@@ -14,6 +15,7 @@ from research.api import compose
 from research.config.errors import ConfigError
 from research.config.instantiate import allowed_targets, instantiate_plain, returned_type
 from research.utils.engine_versions import hydra_14
+from tests.helpers.cli import FAST, run_cli
 
 
 def test_a_declared_function_adds_the_class_it_returns():
@@ -66,3 +68,36 @@ def test_a_command_naming_an_undeclared_target_is_refused_before_the_run_on_hydr
         assert "callbacks.mine._target_=collections.OrderedDict has no declaration, so" in (
             capsys.readouterr().err
         )
+
+
+@pytest.mark.slow
+def test_a_sweep_and_a_search_run_with_no_allow_list_warning(tmp_path: Path):
+    """The commands users run most, end to end: on Hydra 1.4 neither a job's components nor
+    Hydra's own callback and logging classes run outside the allow-list."""
+    sweep = run_cli("research-train", "-m", *FAST, "seed=0,1", cwd=tmp_path)
+    search = run_cli(
+        "research-train",
+        "-m",
+        *FAST,
+        "hparams_search=optuna",
+        "hydra.sweeper.n_trials=2",
+        "hydra.sweeper.storage=null",
+        cwd=tmp_path,
+    )
+    for done in (sweep, search):
+        assert done.returncode == 0, done.stderr
+        assert "whitelist" not in done.stderr + done.stdout
+    assert "sweep: 2/2 jobs completed" in sweep.stdout
+    assert "best trial" in search.stdout
+
+
+@pytest.mark.slow
+def test_the_python_api_runs_with_no_allow_list_warning(tmp_path: Path):
+    from research.api import train
+
+    cfg = compose("train", [*FAST, "logger=none", f"paths.log_dir={tmp_path}"])
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        run = train(cfg)
+    assert run.status == "completed"
+    assert not [w for w in seen if "whitelist" in str(w.message)]

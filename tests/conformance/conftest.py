@@ -6,10 +6,29 @@ it. So the scan runs once before them."""
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 from hydra.core.plugins import Plugins
+from hydra.version import VersionBase
+
+from research.utils.engine_versions import hydra_14
 
 
 @pytest.fixture(scope="package", autouse=True)
 def _hydra_plugins_scanned() -> None:
     Plugins.instance()
+
+
+# As collection found it: before any test ran a job.
+FRESH_VERSION_BASE = copy.copy(VersionBase.instance())
+
+
+@pytest.fixture(autouse=True)
+def _version_base_unset() -> None:
+    """Each case starts with no version base, as in a fresh process: a job run in this process
+    before it (research.api.train, compose) set Hydra's process-wide version base, and the
+    suites' apps, which give none, would then run with 1.3's defaults (no chdir into the job's
+    folder, where the suites look for its log)."""
+    if not hydra_14():  # 1.4 has one version base, its own
+        VersionBase.set_instance(copy.copy(FRESH_VERSION_BASE))
