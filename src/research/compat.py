@@ -67,12 +67,15 @@ def hydra_record_override_dirname(hydra: Any, overrides: list[Any]) -> None:
     )
 
 
-def hydra_run_job(cfg: Any, task: Any, config_dir: str, allowed: Sequence[str] = ()) -> Any:
+def hydra_run_job(
+    cfg: Any, task: Any, config_dir: str, allowed: Sequence[str] | None = None
+) -> Any:
     """Run `task` on a composed config (with its `hydra` node) as Hydra runs a single job: the
     run dir named and created, .hydra/ saved, logging configured, HydraConfig set, Hydra's job
     callbacks called; returns Hydra's JobReturn. Hydra exposes `run_job` publicly but builds
     its context (config loader, callbacks, job name) only inside `hydra.main`. `allowed`: the
-    execution allow-list Hydra 1.4 configures the job's logging under (its context's field)."""
+    execution allow-list Hydra 1.4 configures the job's logging under (its context's field);
+    None leaves Hydra's legacy behaviour (and its warning)."""
     from hydra import initialize_config_dir
     from hydra._internal.callbacks import Callbacks
     from hydra.core.global_hydra import GlobalHydra
@@ -84,7 +87,8 @@ def hydra_run_job(cfg: Any, task: Any, config_dir: str, allowed: Sequence[str] =
     with initialize_config_dir(config_dir=config_dir, **version_base()):
         loader = GlobalHydra.instance().hydra.config_loader  # type: ignore[union-attr]
         context = HydraContext(config_loader=loader, callbacks=Callbacks(cfg))
-        if any(f.name == "execution_whitelist" for f in dataclasses.fields(HydraContext)):
+        fields = {f.name for f in dataclasses.fields(HydraContext)}
+        if allowed is not None and "execution_whitelist" in fields:
             context.execution_whitelist = list(allowed)
         JobRuntime.instance().set("name", str(cfg.hydra.job.name))
         return run_job(
