@@ -67,3 +67,15 @@ def test_every_experiment_and_variant_keeps_its_run_id():
         "found as done; a changed default or a YAML value that moved must keep the resolved "
         "config the same"
     )
+
+
+def test_a_run_on_slurm_is_the_same_experiment_as_here():
+    """Where a run executes is not what it computes: the SLURM launcher's cluster plugin and the
+    conversion Hydra hands it to Lightning with leave the run id as it is."""
+    with initialize_config_dir(config_dir=str(config_dir()), **version_base()):
+        here = validate(compose(config_name="train", overrides=["seed=1"]))
+        slurm = validate(
+            compose(config_name="train", overrides=["seed=1", "launcher=submitit_slurm"])
+        )
+    assert slurm["trainer"]["_convert_"] == "all" and slurm["trainer"]["plugins"]
+    assert portable_hash(slurm) == portable_hash(here)

@@ -115,6 +115,7 @@ def identity_content(resolved: dict[str, Any]) -> dict[str, Any]:
             content[group] = {k: v for k, v in content[group].items() if k not in keys}
     if isinstance(content.get("trainer"), dict):
         trainer = dict(content["trainer"])
+        trainer.pop("_convert_", None)  # how Hydra hands Lightning the plugins (SLURM's)
         plugins = _without_cluster(trainer.pop("plugins", None))
         content["trainer"] = {**trainer, **({"plugins": plugins} if plugins else {})}
     at_old_places(content)  # a moved key hashes where ids first hashed it
