@@ -26,6 +26,7 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from research import compat
 from research.callbacks.last_checkpoint import LastCheckpoint
+from research.config.instantiate import HYDRA_HOOKS
 from research.config.paths import config_dir
 from research.utils.engine_versions import version_base
 from tests.helpers.tiny_module import Tiny
@@ -111,7 +112,7 @@ def test_hydra_run_job_runs_a_task_as_hydra_runs_one_job(tmp_path: Path):
     OmegaConf.update(cfg, "hydra.run.dir", str(tmp_path / "run"))
     seen = []
     done = compat.hydra_run_job(
-        cfg, lambda task_cfg: seen.append(task_cfg.seed) or 42, str(config_dir())
+        cfg, lambda task_cfg: seen.append(task_cfg.seed) or 42, str(config_dir()), HYDRA_HOOKS
     )
     assert done.return_value == 42 and seen == [7]
     assert (tmp_path / "run" / ".hydra" / "config.yaml").is_file()

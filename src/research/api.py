@@ -26,7 +26,6 @@ from research.config.instantiate import HYDRA_HOOKS
 from research.config.paths import config_dir
 from research.config.validate import validate
 from research.run.plan import composed_configs, plan_config
-from research.utils.engine_versions import execution_whitelist
 from research.utils.logging_state import root_logging_restored
 
 
@@ -93,7 +92,7 @@ def train(cfg: DictConfig) -> Run:
         raise ConfigError("train(cfg) needs a config from research.compose (it has no hydra node)")
     plan, job = plan_config("research-train", cfg)
     try:
-        with root_logging_restored(), execution_whitelist(HYDRA_HOOKS):
+        with root_logging_restored():
             done = compat.hydra_run_job(job, train_task, str(config_dir()), HYDRA_HOOKS)
     finally:
         plan.release()

@@ -67,28 +67,28 @@ def hydra_record_override_dirname(hydra: Any, overrides: list[Any]) -> None:
     )
 
 
-def hydra_run_job(
-    cfg: Any, task: Any, config_dir: str, allowed: Sequence[str] | None = None
-) -> Any:
+def hydra_run_job(cfg: Any, task: Any, config_dir: str, allowed: Sequence[str]) -> Any:
     """Run `task` on a composed config (with its `hydra` node) as Hydra runs a single job: the
     run dir named and created, .hydra/ saved, logging configured, HydraConfig set, Hydra's job
     callbacks called; returns Hydra's JobReturn. Hydra exposes `run_job` publicly but builds
-    its context (config loader, callbacks, job name) only inside `hydra.main`. `allowed`: the
-    execution allow-list Hydra 1.4 configures the job's logging under (its context's field);
-    None leaves Hydra's legacy behaviour (and its warning)."""
+    its context (config loader, callbacks, job name) only inside `hydra.main`. `allowed`: what
+    Hydra 1.4's execution allow-list lets the `hydra` node call (its job callbacks, built
+    here, and its logging classes, which `run_job` configures from the context's field)."""
     from hydra import initialize_config_dir
     from hydra._internal.callbacks import Callbacks
     from hydra.core.global_hydra import GlobalHydra
     from hydra.core.utils import JobRuntime, run_job
     from hydra.types import HydraContext
 
-    from research.utils.engine_versions import version_base
+    from research.utils.engine_versions import execution_whitelist, version_base
 
-    with initialize_config_dir(config_dir=config_dir, **version_base()):
+    with (
+        initialize_config_dir(config_dir=config_dir, **version_base()),
+        execution_whitelist(allowed),
+    ):
         loader = GlobalHydra.instance().hydra.config_loader  # type: ignore[union-attr]
         context = HydraContext(config_loader=loader, callbacks=Callbacks(cfg))
-        fields = {f.name for f in dataclasses.fields(HydraContext)}
-        if allowed is not None and "execution_whitelist" in fields:
+        if "execution_whitelist" in {f.name for f in dataclasses.fields(HydraContext)}:
             context.execution_whitelist = list(allowed)
         JobRuntime.instance().set("name", str(cfg.hydra.job.name))
         return run_job(

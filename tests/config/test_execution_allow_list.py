@@ -4,6 +4,7 @@ error; a target nothing declares is refused there. Hydra 1.3 has no allow-list."
 
 from __future__ import annotations
 
+import re
 import warnings
 from pathlib import Path
 
@@ -11,9 +12,10 @@ import pytest
 from hydra.errors import InstantiationException
 from omegaconf import OmegaConf
 
-from research.api import compose
+from research.api import compose, train
 from research.config.errors import ConfigError
 from research.config.instantiate import allowed_targets, instantiate_plain, returned_type
+from research.run.plan import plan_config
 from research.utils.engine_versions import hydra_14
 from tests.helpers.cli import FAST, run_cli
 
@@ -68,6 +70,22 @@ def test_a_command_naming_an_undeclared_target_is_refused_before_the_run_on_hydr
         assert "callbacks.mine._target_=collections.OrderedDict has no declaration, so" in (
             capsys.readouterr().err
         )
+
+
+def test_train_refuses_an_undeclared_target_edited_into_a_composed_config(tmp_path: Path, capsys):
+    """The Python API checks an edited config as research-train checks a command line: on
+    Hydra 1.4 refused before anything is written, on 1.3 with the same warning."""
+    cfg = compose("train", [*FAST, f"paths.root={tmp_path}"])
+    cfg.loss._target_ = "collections.OrderedDict"
+    if hydra_14():
+        with pytest.raises(ConfigError, match=r"loss._target_=.*has no declaration, and Hydra"):
+            train(cfg)
+        assert not (tmp_path / "logs").exists()
+    else:
+        plan, _ = plan_config("research-train", cfg)
+        plan.release()
+        said = capsys.readouterr().err
+        assert re.search(r"loss._target_=\S*OrderedDict\S* has no declaration, so", said)
 
 
 @pytest.mark.slow

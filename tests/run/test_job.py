@@ -15,6 +15,7 @@ from omegaconf import OmegaConf
 
 from research import compat
 from research.callbacks.divergence import DivergedError
+from research.config.instantiate import HYDRA_HOOKS
 from research.config.paths import config_dir
 from research.run.job import run_job
 from research.run.signals import Interrupted
@@ -28,7 +29,7 @@ def _run(tmp_path: Path, body: Callable[..., Any]) -> tuple[Any, dict[str, Any]]
         cfg = compose("train", ["logger=none", "seed=5"], return_hydra_config=True)
     OmegaConf.update(cfg, "hydra.run.dir", str(tmp_path / "run"))
     done = compat.hydra_run_job(
-        cfg, lambda c: run_job("research-train", c, body), str(config_dir())
+        cfg, lambda c: run_job("research-train", c, body), str(config_dir()), HYDRA_HOOKS
     )
     return done.return_value, json.loads((tmp_path / "run" / "metrics.json").read_text())
 

@@ -126,10 +126,10 @@ def allowed_targets(node: Any) -> list[str]:
     return sorted({name for t in declared_targets(node) for name in identities(t)})
 
 
-def trusting(node: Any) -> contextlib.AbstractContextManager[Any]:
-    """Within the block every target of `node` may run, declared or not: a saved run's config
-    the user vouched for (`trust_run_dir=true`)."""
-    if not hydra_14():
+def trusting(node: Any, trusted: bool = True) -> contextlib.AbstractContextManager[Any]:
+    """Within the block every target of `node` may run, declared or not, when `trusted`: a saved
+    run's config the user vouched for (`trust_run_dir=true`)."""
+    if not (trusted and hydra_14()):
         return contextlib.nullcontext()
     return execution_whitelist({name for t in targets_in(node) for name in identities(t)})
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import warnings
 from pathlib import Path
 from typing import Any
@@ -38,7 +37,7 @@ def _test_checkpoint(
     checkpoint = eval_checkpoint(source, config["ckpt"])
     saved = read_checkpoint(checkpoint)
     L.seed_everything(train_config["seed"], verbose=False)
-    with trusting(train_config) if config["trust_run_dir"] else contextlib.nullcontext():
+    with trusting(train_config, config["trust_run_dir"]):
         datamodule, module = build_task(train_config)
     check_fits(checkpoint, saved, module, model_family(train_config))
     del saved

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +33,7 @@ def build_index(
     """Encode the BEIR corpus with the run's network at checkpoint `ckpt`, index it, save it.
     Only declared components are built from the run's saved config unless `trust_run_dir`."""
     config = saved_run_config(Path(run_dir), trust=trust_run_dir, opt_in="trust_run_dir=True")
-    with trusting(config) if trust_run_dir else contextlib.nullcontext():
+    with trusting(config, trust_run_dir):
         _, task = build_task(config)
     path = eval_checkpoint(Path(run_dir), ckpt)
     checkpoint = read_checkpoint(path)

@@ -54,12 +54,20 @@ def composed_configs(
     prog: str, config_name: str, overrides: Sequence[str], single: bool
 ) -> tuple[list[DictConfig], list[dict[str, Any]]]:
     """Every job's composition and its resolved config, checked against the declarations
-    (research-eval: with the evaluated run's saved config and checkpoint); a `_target_` that no
-    declaration checks is said on stderr, since its values reach it unchecked."""
+    (research-eval: with the evaluated run's saved config and checkpoint)."""
     composed = compose_all(config_name, list(overrides), single=single)
     configs = [validate(cfg, entry=config_name) for cfg in composed]
+    _check_declared(prog, configs)
+    if config_name == "eval":
+        _check_saved_runs(configs)
+    return composed, configs
+
+
+def _check_declared(prog: str, configs: list[dict[str, Any]]) -> None:
+    """A `_target_` that no declaration checks: its values reach it unchecked (a warning), and
+    Hydra 1.4's execution allow-list would refuse the call once the run started (an error)."""
     for node in dict.fromkeys(n for config in configs for n in undeclared(config)):
-        if hydra_14():  # its execution allow-list would refuse the call once the run started
+        if hydra_14():
             raise ConfigError(
                 f"{node} has no declaration, and Hydra {hydra_version()} calls only declared "
                 "targets (its execution allow-list); declare its parameters in the configs.py "
@@ -70,9 +78,6 @@ def composed_configs(
             "the run; declare its parameters in the configs.py of its package",
             file=sys.stderr,
         )
-    if config_name == "eval":
-        _check_saved_runs(configs)
-    return composed, configs
 
 
 def _check_saved_runs(configs: list[dict[str, Any]]) -> None:
@@ -107,6 +112,7 @@ def plan_config(prog: str, cfg: DictConfig) -> tuple[Plan, DictConfig]:
     of `cfg` whose `hydra.run.dir` is the claimed dir (the caller's config is left as it is)."""
     job = copy.deepcopy(cfg)  # resolving `${now:...}` caches it in the config it resolves in
     config = validate(job)
+    _check_declared(prog, [config])
     args = [*map(str, job.hydra.overrides.hydra), *map(str, job.hydra.overrides.task)]
     plan = _checked(prog, "train", job.hydra, [config], args, False, args)
     if plan.claim is not None:
